@@ -1,0 +1,49 @@
+# passlab — the two commands a fresh Debian/Ubuntu machine needs:
+#   make run    install what is missing, build, open passlab on a sample
+#   make test   install what is missing, build, run every test
+#
+# Packages come from apt (as root, or through sudo). Nothing is downloaded
+# at build or run time.
+
+BUILDDIR ?= build
+SAMPLE   ?= data/graphs/transformer_block.graph
+MESON_OPTS ?=
+
+# Build and test dependencies, by Debian package name.
+DEPS = meson ninja-build pkg-config gcc libc6-dev python3 \
+       libglib2.0-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata \
+       liblua5.4-dev libgtk-4-dev libgraphviz-dev graphviz libopenblas-dev \
+       xvfb xauth
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps build run test clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(DEPS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build: deps
+	@if [ ! -f $(BUILDDIR)/build.ninja ]; then meson setup $(BUILDDIR) $(MESON_OPTS); fi
+	ninja -C $(BUILDDIR)
+
+run: build
+	$(BUILDDIR)/app/passlab-cli info $(SAMPLE)
+	$(BUILDDIR)/app/passlab-cli exec $(SAMPLE) --random-inputs 1
+
+test: build
+	@meson test -C $(BUILDDIR) --print-errorlogs --num-processes 2 > $(BUILDDIR)/test-output.txt 2>&1; \
+	status=$$?; tail -n 40 $(BUILDDIR)/test-output.txt; \
+	python3 tests/summarize.py $(BUILDDIR)/meson-logs/testlog.json || status=1; \
+	exit $$status
+
+clean:
+	rm -rf $(BUILDDIR)

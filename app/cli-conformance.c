@@ -1,0 +1,350 @@
+/* cli-conformance.c — `passlab-cli conformance`: runs ONNX backend test
+ * folders with the reference interpreter and reports PASS / FAIL / SKIP.
+ *
+ * Each test runs in a forked child with a time limit (core/isolate.h), so
+ * a crash or a hang in one op becomes a FAIL line ("crashed: signal 11",
+ * "timed out") and the run goes on. Children run --jobs at a time; results
+ * are printed in test order. A child sends its result back over a pipe as
+ * a fixed header and a message of at most MAX_MESSAGE bytes, which fits the
+ * pipe's buffer, so a child never blocks on writing while the parent waits
+ * on another.
+ */
+#define G_LOG_DOMAIN "passlab"
+
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "conformance.h"
+#include "isolate.h"
+
+#define MAX_MESSAGE 4000
+#define DEFAULT_TIMEOUT_S 20
+
+typedef struct {
+  char                *name;    /* the folder's base name: "test_abs" */
+  char                *dir;
+  PlIsolated          *child;   /* while it runs */
+  PlConformanceResult  result;
+} Test;
+
+/* What a child writes: this header, then message_len bytes. */
+typedef struct {
+  int    status;
+  int    message_len;
+  double worst;
+  double seconds;
+} ResultHeader;
+
+static void
+test_free (gpointer data)
+{
+  Test *t = data;
+  g_free (t->name);
+  g_free (t->dir);
+  pl_conformance_result_clear (&t->result);
+  g_free (t);
+}
+
+static bool
+is_test_dir (const char *dir)
+{
+  g_autofree char *model = g_build_filename (dir, "model.onnx", NULL);
+  return g_file_test (model, G_FILE_TEST_IS_REGULAR);
+}
+
+static Test *
+test_new (const char *dir)
+{
+  Test *t = g_new0 (Test, 1);
+  t->dir = g_strdup (dir);
+  t->name = g_path_get_basename (dir);
+  return t;
+}
+
+static int
+compare_tests (gconstpointer a, gconstpointer b)
+{
+  const Test *x = *(Test *const *) a, *y = *(Test *const *) b;
+  return strcmp (x->name, y->name);
+}
+
+/* Adds dir (a test folder) or its test subfolders, sorted, to tests. */
+static bool
+collect_tests (const char *dir, GPtrArray *tests, GError **error)
+{
+  if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_IO, "%s: not a directory", dir);
+      return false;
+    }
+  if (is_test_dir (dir))
+    {
+      g_ptr_array_add (tests, test_new (dir));
+      return true;
+    }
+  g_autoptr (GDir) d = g_dir_open (dir, 0, error);
+  if (d == NULL)
+    return false;
+  g_autoptr (GPtrArray) found = g_ptr_array_new ();
+  const char *entry;
+  while ((entry = g_dir_read_name (d)) != NULL)
+    {
+      g_autofree char *sub = g_build_filename (dir, entry, NULL);
+      if (is_test_dir (sub))
+        g_ptr_array_add (found, test_new (sub));
+    }
+  if (found->len == 0)
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_IO,
+                   "%s: no tests (neither a test folder with model.onnx nor a folder of them)", dir);
+      return false;
+    }
+  g_ptr_array_sort (found, compare_tests);
+  for (guint i = 0; i < found->len; i++)
+    g_ptr_array_add (tests, g_ptr_array_index (found, i));
+  return true;
+}
+
+/* --- running one test in a child --------------------------------------------- */
+
+/* The child: runs the test and writes a ResultHeader and the message. */
+static bool
+run_child (int fd, gpointer data)
+{
+  const Test *t = data;
+  PlConformanceResult r = { 0 };
+  pl_conformance_run_dir (t->dir, &r);
+  size_t len = r.message != NULL ? MIN (strlen (r.message), MAX_MESSAGE) : 0;
+  ResultHeader h = { (int) r.status, (int) len, r.worst, r.seconds };
+  return pl_isolated_write (fd, &h, sizeof h) && pl_isolated_write (fd, r.message, len);
+}
+
+static bool
+start_test (Test *t, unsigned timeout_s, GError **error)
+{
+  t->child = pl_isolated_start (run_child, t, timeout_s, error);
+  return t->child != NULL;
+}
+
+static void
+set_result (Test *t, PlConformanceStatus status, char *message)
+{
+  pl_conformance_result_clear (&t->result);
+  t->result.status = status;
+  t->result.message = message;
+}
+
+/* Waits for the child's result; a death by signal or a timeout is a FAIL. */
+static void
+finish_test (Test *t, unsigned timeout_s)
+{
+  PlIsolatedStatus status;
+  g_autoptr (GBytes) bytes = pl_isolated_finish (g_steal_pointer (&t->child), &status);
+  gsize size;
+  const guint8 *data = g_bytes_get_data (bytes, &size);
+
+  ResultHeader h;
+  if (status.end != PL_ISOLATED_EXITED)
+    set_result (t, PL_CONFORMANCE_FAIL, pl_isolated_status_describe (&status, timeout_s));
+  else if (size < sizeof h)
+    set_result (t, PL_CONFORMANCE_FAIL, g_strdup_printf ("test process exited with status %d and no result",
+                                                         status.exit_code));
+  else
+    {
+      memcpy (&h, data, sizeof h);
+      size_t len = MIN ((size_t) MAX (h.message_len, 0), size - sizeof h);
+      char *message = len > 0 ? g_strndup ((const char *) data + sizeof h, len) : NULL;
+      set_result (t, (PlConformanceStatus) h.status, message);
+      t->result.worst = h.worst;
+      t->result.seconds = h.seconds;
+    }
+}
+
+/* One line per test; the message flattened to one line. */
+static void
+drop_log (const char *domain, GLogLevelFlags level, const char *message, gpointer data)
+{
+}
+
+static void
+print_result (const Test *t, bool quiet)
+{
+  const char *word = t->result.status == PL_CONFORMANCE_PASS ? "PASS"
+                   : t->result.status == PL_CONFORMANCE_SKIP ? "SKIP" : "FAIL";
+  if (quiet && t->result.status != PL_CONFORMANCE_FAIL)
+    return;
+  if (t->result.message == NULL || t->result.message[0] == '\0')
+    {
+      printf ("%s %s\n", word, t->name);
+      return;
+    }
+  g_autofree char *msg = g_strdup (t->result.message);
+  g_strdelimit (msg, "\r\n\t", ' ');
+  printf ("%s %s: %s\n", word, t->name, msg);
+}
+
+/* Runs tests, up to jobs at a time, reporting in order. */
+static bool
+run_tests (GPtrArray *tests, unsigned jobs, unsigned timeout_s, bool quiet, GError **error)
+{
+  guint next_start = 0;
+  for (guint next_report = 0; next_report < tests->len; next_report++)
+    {
+      while (next_start < tests->len && next_start < next_report + jobs)
+        if (!start_test (g_ptr_array_index (tests, next_start++), timeout_s, error))
+          {
+            /* Reap what runs before giving up. */
+            for (guint i = next_report; i + 1 < next_start; i++)
+              finish_test (g_ptr_array_index (tests, i), timeout_s);
+            return false;
+          }
+      Test *t = g_ptr_array_index (tests, next_report);
+      finish_test (t, timeout_s);
+      print_result (t, quiet);
+      fflush (stdout);
+    }
+  return true;
+}
+
+/* --- expectations ---------------------------------------------------------------- */
+
+/* Test names from an --expect file: one a line, '#' starts a comment. */
+static GPtrArray *
+read_expect (const char *path, GError **error)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents (path, &text, NULL, error))
+    return NULL;
+  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  for (int i = 0; lines[i] != NULL; i++)
+    {
+      char *hash = strchr (lines[i], '#');
+      if (hash != NULL)
+        *hash = '\0';
+      g_strstrip (lines[i]);
+      if (lines[i][0] != '\0')
+        g_ptr_array_add (names, g_strdup (lines[i]));
+    }
+  return names;
+}
+
+/* Prints every expected test that did not pass; true if all passed. */
+static bool
+check_expect (GPtrArray *expected, GPtrArray *tests)
+{
+  g_autoptr (GHashTable) by_name = g_hash_table_new (g_str_hash, g_str_equal);
+  for (guint i = 0; i < tests->len; i++)
+    {
+      Test *t = g_ptr_array_index (tests, i);
+      g_hash_table_insert (by_name, t->name, t);
+    }
+  guint missing = 0;
+  for (guint i = 0; i < expected->len; i++)
+    {
+      const char *name = g_ptr_array_index (expected, i);
+      const Test *t = g_hash_table_lookup (by_name, name);
+      if (t != NULL && t->result.status == PL_CONFORMANCE_PASS)
+        continue;
+      missing++;
+      if (t == NULL)
+        fprintf (stderr, "passlab-cli: expected to pass: %s (not run)\n", name);
+      else
+        fprintf (stderr, "passlab-cli: expected to pass: %s (%s)\n", name,
+                 t->result.status == PL_CONFORMANCE_SKIP ? "SKIP" : "FAIL");
+    }
+  if (missing > 0)
+    fprintf (stderr, "passlab-cli: %u of %u expected tests did not pass\n", missing, expected->len);
+  return missing == 0;
+}
+
+static bool
+write_expect (const char *path, GPtrArray *tests, GError **error)
+{
+  GString *out = g_string_new ("# Tests that pass (written by passlab-cli conformance --write-expect)\n");
+  for (guint i = 0; i < tests->len; i++)
+    {
+      const Test *t = g_ptr_array_index (tests, i);
+      if (t->result.status == PL_CONFORMANCE_PASS)
+        g_string_append_printf (out, "%s\n", t->name);
+    }
+  bool ok = g_file_set_contents (path, out->str, (gssize) out->len, error);
+  g_string_free (out, TRUE);
+  return ok;
+}
+
+int
+pl_cli_conformance (int argc, char **argv)
+{
+  g_autofree char *expect_path = NULL;
+  g_autofree char *write_path = NULL;
+  gboolean quiet = FALSE;
+  int timeout_s = DEFAULT_TIMEOUT_S;
+  int jobs = (int) g_get_num_processors ();
+  const GOptionEntry entries[] = {
+    { "expect", 'e', 0, G_OPTION_ARG_FILENAME, &expect_path,
+      "Fail (exit 1) unless every test listed in LIST (one a line, # comments) passes", "LIST" },
+    { "write-expect", 'w', 0, G_OPTION_ARG_FILENAME, &write_path,
+      "Write the names of the tests that passed to FILE", "FILE" },
+    { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet,
+      "Print only failures and the summary", NULL },
+    { "timeout", 't', 0, G_OPTION_ARG_INT, &timeout_s,
+      "Seconds a test may run before it counts as failed (default 20)", "S" },
+    { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
+      "Tests run at the same time (default: the number of processors)", "N" },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = pl_cli_context ("DIR...",
+    "Runs ONNX backend tests with the reference interpreter. Each DIR is a\n"
+    "test folder (model.onnx, test_data_set_N/) or a folder of them, e.g.\n"
+    "/usr/share/libonnx-testdata/data/node. Prints PASS, FAIL or SKIP per test\n"
+    "and a summary; each test runs in its own process, so a crash or a hang\n"
+    "is reported as a failure. Exits 0 unless --expect names a test that did\n"
+    "not pass.", entries);
+  if (!pl_cli_parse (ctx, &argc, &argv))
+    return 1;
+  if (argc < 2)
+    return pl_cli_fail ("missing DIR (see '%s --help')", argv[0]);
+  if (timeout_s < 1)
+    return pl_cli_fail ("--timeout must be >= 1");
+  if (jobs < 1)
+    return pl_cli_fail ("--jobs must be >= 1");
+
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) expected = NULL;
+  if (expect_path != NULL && (expected = read_expect (expect_path, &error)) == NULL)
+    return pl_cli_fail_error (error);
+
+  g_autoptr (GPtrArray) tests = g_ptr_array_new_with_free_func (test_free);
+  for (int i = 1; i < argc; i++)
+    if (!collect_tests (argv[i], tests, &error))
+      return pl_cli_fail_error (error);
+
+  /* Import notes (old opsets, unknown ops) are noise across a whole suite. */
+  if (quiet)
+    g_log_set_handler ("passlab", G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO | G_LOG_LEVEL_DEBUG, drop_log, NULL);
+
+  gint64 start = g_get_monotonic_time ();
+  if (!run_tests (tests, (unsigned) jobs, (unsigned) timeout_s, quiet, &error))
+    return pl_cli_fail_error (error);
+  double seconds = (g_get_monotonic_time () - start) / 1e6;
+
+  guint counts[3] = { 0 };
+  for (guint i = 0; i < tests->len; i++)
+    {
+      const Test *t = g_ptr_array_index (tests, i);
+      counts[t->result.status == PL_CONFORMANCE_PASS ? 0
+             : t->result.status == PL_CONFORMANCE_SKIP ? 2 : 1]++;
+    }
+  printf ("ran %u tests in %.1f s\n", tests->len, seconds);
+  printf ("%u passed, %u failed, %u skipped\n", counts[0], counts[1], counts[2]);
+  fflush (stdout);
+
+  if (write_path != NULL && !write_expect (write_path, tests, &error))
+    return pl_cli_fail_error (error);
+  if (expected != NULL && !check_expect (expected, tests))
+    return 1;
+  return 0;
+}

@@ -1,0 +1,23 @@
+/* ops-nn-private.h — what ops-nn.c (MatMul, Gemm, Einsum, losses) and
+ * ops-conv.c (convolutions, pooling) share: the conv/pool register function
+ * and the double-precision load/store helpers of the reference kernels.
+ * Not part of the public API. */
+#pragma once
+
+#include "ops-util.h"
+
+G_BEGIN_DECLS
+
+/* ops-conv.c: Conv, ConvTranspose, MaxPool, AveragePool, LpPool and the
+ * global pools; called from pl_ops_register_nn(). */
+void    pl_ops_register_conv (void);
+
+/* A g_malloc'd copy of t's elements as doubles (at least one slot). */
+double *pl_nn_load_f64       (const PlTensor *t);
+/* Stores v[0..t->numel) into t, converting to t's dtype. */
+void    pl_nn_store_f64      (PlTensor *t, const double *v);
+/* An error naming two shapes: "<what>: [2, 3] and [4, 5]". Returns false. */
+bool    pl_nn_shape_error    (GError **error, const PlShape *a, const PlShape *b,
+                              const char *format, ...) G_GNUC_PRINTF (4, 5);
+
+G_END_DECLS

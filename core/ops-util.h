@@ -1,0 +1,46 @@
+/* ops-util.h — helpers shared by the op family files (ops-*.c): output
+ * typing, attribute/axis checks, constant inputs, and broadcast indexing.
+ * Implemented in ops-util.c. Not part of the public API. */
+#pragma once
+
+#include "graph.h"
+
+G_BEGIN_DECLS
+
+/* Sets output i's dtype and shape (ignored when the slot is NULL). */
+void      pl_set_output         (PlNode *node, int i, PlDType dtype, const PlShape *shape);
+/* Input i's value, or NULL when omitted or out of range. */
+PlValue  *pl_input              (const PlNode *node, int i);
+/* Input i's constant data when it is a constant, else NULL. */
+PlTensor *pl_input_constant     (const PlNode *node, int i);
+/* Reads an integer constant input into a g_malloc'd array (*n elements).
+ * False when the input is absent or not a constant. */
+bool      pl_input_const_ints   (const PlNode *node, int i, int64_t **v, int *n);
+/* Reads a tensor of integers (any int dtype) into a g_malloc'd array. */
+int64_t  *pl_tensor_to_ints     (const PlTensor *t, int *n);
+
+/* Maps axis in [-rank, rank) to [0, rank); error "axis 5 out of range for rank 3". */
+bool      pl_normalize_axis     (int64_t axis, int rank, int *out, GError **error);
+/* Fails with "input N must have a known rank" when rank is unknown. */
+bool      pl_require_rank       (const PlNode *node, int input, GError **error);
+/* Fails unless input's dtype is one of the allowed (terminated by PL_DTYPE_UNDEFINED). */
+bool      pl_require_dtype      (const PlNode *node, int input, const PlDType *allowed, GError **error);
+
+/* Row-major strides of dims (elements). */
+void      pl_strides            (int rank, const int64_t *dims, int64_t *strides);
+/* Strides for reading a tensor of (in_rank, in_dims) broadcast to
+ * (out_rank, out_dims): right-aligned, 0 where the input dim is 1 or missing. */
+void      pl_broadcast_strides  (int in_rank, const int64_t *in_dims, int out_rank,
+                                 const int64_t *out_dims, int64_t *strides);
+/* Offset of the element with row-major linear index `linear` in an
+ * iteration space of (rank, dims) under the given strides. */
+int64_t   pl_offset_of          (int64_t linear, int rank, const int64_t *dims,
+                                 const int64_t *strides);
+/* Broadcasts the dims of two tensors; false with a message when they do not. */
+bool      pl_broadcast_dims     (int ra, const int64_t *a, int rb, const int64_t *b,
+                                 int *rank, int64_t *out, GError **error);
+
+/* A new output tensor; like pl_tensor_new. */
+PlTensor *pl_out_new            (PlDType dtype, int rank, const int64_t *dims, GError **error);
+
+G_END_DECLS

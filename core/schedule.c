@@ -1,0 +1,195 @@
+/* schedule.c — the memory profile of a graph: a schedule, each value's live
+ * range in it, and the bytes live at every step.
+ *
+ * The schedule is pl_graph_topo_order (data and control edges, ties in
+ * insertion order), so control edges that a pass inserts (swap-out before a
+ * big allocation) move nodes and change the curve.
+ *
+ * Live ranges, as closed step intervals [first, last]:
+ *   graph inputs     [0, last use]            (allocated before the run)
+ *   intermediates    [producing step, last use]
+ *   graph outputs    [..., n_steps - 1]       (kept until the end)
+ * A value nobody reads is still live during the step that produces it (or
+ * step 0 for an input). Constants are weights, not activations: they are
+ * counted once in param_bytes and never in live_bytes.
+ * Host values (SwapOut outputs, swapped to host memory) follow the same
+ * live ranges on a second curve, host_live_bytes, and are left out of the
+ * device curve: a swap-out frees its input's device memory from the step
+ * after its last device reader, and the swap-in allocates it again.
+ * The curve is built with a difference array: O(values + uses + steps).
+ */
+#define G_LOG_DOMAIN "passlab"
+
+#include "schedule.h"
+
+/* Element size assumed when a value's dtype is not known (an opaque op's
+ * outputs): f32, the common case. Flags the profile as assumed. */
+#define ASSUMED_ELEMENT_SIZE 4
+
+int64_t
+pl_value_bytes (const PlValue *v, int64_t sym_size, bool *assumed)
+{
+  g_return_val_if_fail (v != NULL, 0);
+
+  if (sym_size < 0)
+    sym_size = 0;
+
+  int64_t elem = (int64_t) pl_dtype_size (v->dtype);
+  bool guessed = false;
+  if (elem == 0)
+    {
+      elem = ASSUMED_ELEMENT_SIZE;
+      guessed = true;
+    }
+
+  /* Unknown rank: assume one dim of sym_size. */
+  int64_t numel = 1;
+  if (v->shape.rank == PL_RANK_UNKNOWN)
+    {
+      numel = sym_size;
+      guessed = true;
+    }
+  else
+    {
+      for (int i = 0; i < v->shape.rank; i++)
+        {
+          int64_t d = v->shape.dims[i].size;
+          if (d < 0)
+            {
+              d = sym_size;
+              guessed = true;
+            }
+          if (!pl_mul_overflow (numel, d, &numel))
+            numel = PL_MAX_NUMEL;   /* saturate: a size past the limit is reported as the limit */
+        }
+    }
+  if (numel > PL_MAX_NUMEL)
+    numel = PL_MAX_NUMEL;
+
+  if (guessed && assumed != NULL)
+    *assumed = true;
+  return numel * elem;
+}
+
+bool
+pl_value_on_host (const PlValue *v)
+{
+  g_return_val_if_fail (v != NULL, false);
+  return v->producer != NULL && v->producer->op == PL_OP_SwapOut;
+}
+
+void
+pl_memory_profile_free (PlMemoryProfile *p)
+{
+  if (p == NULL)
+    return;
+  g_free (p->order);
+  g_free (p->live_bytes);
+  g_free (p->host_live_bytes);
+  g_free (p);
+}
+
+/* The step index of every node of the schedule, keyed by node pointer. */
+static GHashTable *
+step_index (PlNode **order, int n)
+{
+  GHashTable *steps = g_hash_table_new (g_direct_hash, g_direct_equal);
+  for (int i = 0; i < n; i++)
+    g_hash_table_insert (steps, order[i], GINT_TO_POINTER (i));
+  return steps;
+}
+
+/* The last step that reads v, or -1 if none does. */
+static int
+last_use_step (const PlValue *v, GHashTable *steps)
+{
+  int last = -1;
+  for (int u = 0; u < v->n_uses; u++)
+    {
+      gpointer s;
+      if (g_hash_table_lookup_extended (steps, v->uses[u].node, NULL, &s))
+        last = MAX (last, GPOINTER_TO_INT (s));
+    }
+  return last;
+}
+
+PlMemoryProfile *
+pl_memory_profile (const PlGraph *g, int64_t sym_size, GError **error)
+{
+  g_return_val_if_fail (g != NULL, NULL);
+
+  int n = 0;
+  PlNode **order = pl_graph_topo_order (g, &n, error);
+  if (order == NULL)
+    return NULL;
+
+  PlMemoryProfile *p = g_new0 (PlMemoryProfile, 1);
+  p->n_steps = n;
+  p->order = order;
+  p->live_bytes = g_new0 (int64_t, MAX (n, 1));
+  p->host_live_bytes = g_new0 (int64_t, MAX (n, 1));
+  p->peak_step = -1;
+
+  g_autoptr (GHashTable) steps = step_index (order, n);
+  /* delta[i] changes the live total from step i on; delta[n] is past the end.
+   * host_delta: the same for host values. */
+  g_autofree int64_t *delta = g_new0 (int64_t, n + 1);
+  g_autofree int64_t *host_delta = g_new0 (int64_t, n + 1);
+  /* graph outputs as a set: pl_value_is_output scans the output list */
+  g_autoptr (GHashTable) outputs = g_hash_table_new (NULL, NULL);
+  for (guint i = 0; i < g->outputs->len; i++)
+    g_hash_table_add (outputs, g->outputs->pdata[i]);
+
+  for (guint i = 0; i < g->values->len; i++)
+    {
+      const PlValue *v = g_ptr_array_index (g->values, i);
+      int64_t bytes = pl_value_bytes (v, sym_size, &p->assumed_sizes);
+
+      if (v->constant != NULL)
+        {
+          p->param_bytes += bytes;
+          continue;
+        }
+      if (v->is_input)
+        p->input_bytes += bytes;
+      if (n == 0)
+        continue;
+
+      /* A value with neither producer nor data (only in graphs under
+       * construction) is treated like an input. */
+      int first = 0;
+      if (v->producer != NULL)
+        {
+          gpointer s;
+          if (!g_hash_table_lookup_extended (steps, v->producer, NULL, &s))
+            continue;   /* produced outside this graph's schedule: cannot happen in a verified graph */
+          first = GPOINTER_TO_INT (s);
+        }
+      int last = MAX (first, last_use_step (v, steps));
+      if (g_hash_table_contains (outputs, v))
+        last = n - 1;
+
+      int64_t *d = pl_value_on_host (v) ? host_delta : delta;
+      d[first] += bytes;
+      d[last + 1] -= bytes;
+    }
+
+  int64_t live = 0, host_live = 0;
+  for (int i = 0; i < n; i++)
+    {
+      live += delta[i];
+      host_live += host_delta[i];
+      p->live_bytes[i] = live;
+      p->host_live_bytes[i] = host_live;
+      p->host_peak_bytes = MAX (p->host_peak_bytes, host_live);
+      if (p->peak_step < 0 || live > p->peak_bytes)
+        {
+          p->peak_bytes = live;
+          p->peak_step = i;
+        }
+    }
+  /* With no steps, the inputs alone are what the graph holds. */
+  if (p->input_bytes > p->peak_bytes)
+    p->peak_bytes = p->input_bytes;
+  return p;
+}

@@ -1,0 +1,40 @@
+/* schedule.h — a schedule (topological order honouring control edges),
+ * liveness of every value in it, and the memory-over-time curve and peak.
+ *
+ * Device and host memory: the output of a SwapOut node (ops-memory.c) lives
+ * in host memory (pl_value_on_host); every other value is device memory.
+ * live_bytes / peak_bytes count device memory only; host values have their
+ * own curve (host_live_bytes, host_peak_bytes). */
+#pragma once
+
+#include "graph.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  int       n_steps;          /* = number of nodes in the schedule */
+  PlNode  **order;            /* the schedule */
+  int64_t  *live_bytes;       /* device bytes live while step i runs (its inputs, its outputs, everything still needed) */
+  int64_t   peak_bytes;       /* max of live_bytes, and of the graph inputs alone */
+  int       peak_step;        /* step where the peak is reached */
+  int64_t   input_bytes;      /* graph inputs */
+  int64_t   param_bytes;      /* constants (not counted in live_bytes) */
+  bool      assumed_sizes;    /* some dims were symbolic/unknown and took sym_size */
+  int64_t  *host_live_bytes;  /* host-memory bytes live while step i runs (swapped-out tensors) */
+  int64_t   host_peak_bytes;  /* max of host_live_bytes */
+} PlMemoryProfile;
+
+/* Bytes of a value's tensor, with symbolic/unknown dims taken as sym_size;
+ * sets *assumed when it had to assume. */
+int64_t          pl_value_bytes          (const PlValue *v, int64_t sym_size, bool *assumed);
+/* Whether v lives in host memory: the output of a SwapOut node. */
+bool             pl_value_on_host        (const PlValue *v);
+/* Schedules g and computes its memory curve. Graph inputs are live until
+ * their last use; outputs until the end; intermediates from the step that
+ * produces them to their last use. Constants are reported separately. */
+PlMemoryProfile *pl_memory_profile       (const PlGraph *g, int64_t sym_size, GError **error);
+void             pl_memory_profile_free  (PlMemoryProfile *p);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (PlMemoryProfile, pl_memory_profile_free)
+
+G_END_DECLS

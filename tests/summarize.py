@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Counts test cases across meson's test log and prints the closing line
+'N passed, N failed, N skipped'.
+
+Each TAP test program contributes its individual cases ('ok', 'not ok',
+'# SKIP'); a program that crashed or printed no TAP counts as one failure
+(or one pass / skip, by its meson result). Exit status 1 if anything failed.
+"""
+import json
+import re
+import sys
+
+passed = failed = skipped = 0
+failures = []
+with open(sys.argv[1]) as log:
+    for line in log:
+        test = json.loads(line)
+        out = test.get("stdout") or ""
+        cases = re.findall(r"^(not ok|ok)\b[^\n]*", out, re.M)
+        p = f = s = 0
+        for m in re.finditer(r"^(not ok|ok)\b([^\n]*)", out, re.M):
+            if re.search(r"#\s*SKIP", m.group(2), re.I):
+                s += 1
+            elif m.group(1) == "ok":
+                p += 1
+            else:
+                f += 1
+        result = test.get("result")
+        if not cases:
+            if result == "OK":
+                p = 1
+            elif result == "SKIP":
+                s = 1
+            else:
+                f = 1
+        elif result not in ("OK", "SKIP", "EXPECTEDFAIL") and f == 0:
+            f = 1  # it crashed or timed out after its last reported case
+        if f:
+            failures.append(f"{test['name']} ({result})")
+        passed, failed, skipped = passed + p, failed + f, skipped + s
+
+for name in failures:
+    print(f"FAILED: {name}")
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+sys.exit(1 if failed else 0)

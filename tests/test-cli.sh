@@ -1,0 +1,280 @@
+#!/bin/bash
+# test-cli.sh — exercises every passlab-cli command end to end, on the ONNX
+# backend test data, on the sample graphs in data/graphs, and on bad input
+# (missing, garbage, empty files), which must give exit status 1 and a
+# "passlab-cli: ..." message, never a crash. Speaks TAP.
+#
+# Usage: test-cli.sh PATH/TO/passlab-cli
+set -u
+
+CLI=${1:?usage: test-cli.sh PATH/TO/passlab-cli}
+SRC=${PASSLAB_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+NODE=/usr/share/libonnx-testdata/data/node
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/passlab-cli-test.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+n=0
+failures=0
+
+ok () { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok () { n=$((n + 1)); failures=$((failures + 1)); echo "not ok $n - $1"; }
+skip () { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+check () { # check DESC COMMAND...: ok if COMMAND succeeds
+  local desc=$1; shift
+  if "$@"; then ok "$desc"; else not_ok "$desc"; fi
+}
+
+# run ARGS...: runs the CLI, leaving $TMP/out, $TMP/err and $status.
+run () {
+  "$CLI" "$@" >"$TMP/out" 2>"$TMP/err"
+  status=$?
+}
+# The last run exited with status $1.
+status_is () {
+  if [ "$status" -ne "$1" ]; then
+    echo "# exit status $status, wanted $1; stderr:" ; sed 's/^/#   /' "$TMP/err" | head -20
+    return 1
+  fi
+}
+out_has () { grep -qF -- "$1" "$TMP/out" || { echo "# stdout lacks: $1"; sed 's/^/#   /' "$TMP/out" | head -30; return 1; }; }
+err_has () { grep -qF -- "$1" "$TMP/err" || { echo "# stderr lacks: $1"; sed 's/^/#   /' "$TMP/err" | head -10; return 1; }; }
+# A clean failure: status 1 and a message, not a signal.
+fails_cleanly () { status_is 1 && err_has "passlab-cli: "; }
+
+# --- global -------------------------------------------------------------------
+run --version
+check "--version" eval 'status_is 0 && out_has "passlab-cli "'
+run --help
+check "--help lists the commands" eval 'status_is 0 && out_has "info FILE" && out_has "conformance"'
+run help
+check "help" eval 'status_is 0 && out_has "convert"'
+run
+check "no command: usage on stderr, exit 1" eval 'status_is 1 && err_has "Usage"'
+run frobnicate
+check "unknown command" eval 'fails_cleanly && err_has "unknown command"'
+for cmd in info print convert exec conformance run passes; do
+  run "$cmd" --help
+  check "$cmd --help" eval 'status_is 0 && out_has "Usage:"'
+done
+run help exec
+check "help exec" eval 'status_is 0 && out_has "--random-inputs"'
+run info --no-such-option x.onnx
+check "unknown option" eval 'fails_cleanly && err_has "--help"'
+
+# --- bad input ------------------------------------------------------------------
+printf 'this is not a model \x00\x01\x02\xff\xfe' >"$TMP/garbage.onnx"
+head -c 4096 /dev/urandom >"$TMP/random.onnx"
+printf 'graph g {\n  this is { not valid\n' >"$TMP/garbage.graph"
+: >"$TMP/empty.onnx"
+for cmd in info print exec; do
+  run "$cmd" "$TMP/missing.onnx"
+  check "$cmd: missing file" eval 'fails_cleanly && err_has "missing.onnx"'
+  for f in garbage.onnx random.onnx garbage.graph empty.onnx; do
+    run "$cmd" "$TMP/$f"
+    check "$cmd: bad file $f" fails_cleanly
+  done
+done
+run info
+check "info without FILE" fails_cleanly
+run info "$TMP"
+check "info on a directory" fails_cleanly
+run convert "$TMP/garbage.onnx" -o "$TMP/x.graph"
+check "convert: bad input file" fails_cleanly
+run conformance "$TMP/missing-dir"
+check "conformance: missing dir" fails_cleanly
+run conformance "$TMP"
+check "conformance: dir without tests" fails_cleanly
+
+# --- symbolic dims ----------------------------------------------------------------
+# x[N, 4] -> Relu -> Neg; with N = 8 each value is 128 bytes and two are
+# live at each step.
+cat >"$TMP/sym.graph" <<'EOF'
+graph sym opset 17 {
+  input x: f32[N, 4]
+  r = Relu(x)
+  y = Neg(r)
+  output y
+}
+EOF
+run info --sym-size 8 "$TMP/sym.graph"
+check "info: symbolic dims take --sym-size" eval 'status_is 0 && out_has "x: f32[N, 4]" && out_has "peak memory: 256 bytes" && out_has "taken as 8"'
+run info "$TMP/sym.graph"
+check "info: --sym-size defaults to 1" eval 'status_is 0 && out_has "peak memory: 32 bytes" && out_has "taken as 1"'
+run info --sym-size -3 "$TMP/sym.graph"
+check "info: negative --sym-size" fails_cleanly
+run exec --sym-size 3 "$TMP/sym.graph"
+check "exec: random inputs take --sym-size" eval 'status_is 0 && out_has "y: f32[3, 4]"'
+
+# --- commands on an ONNX test model --------------------------------------------
+if [ -f "$NODE/test_abs/model.onnx" ]; then
+  M=$NODE/test_abs/model.onnx
+  run info "$M"
+  check "info on test_abs" eval 'status_is 0 && out_has "nodes: 1" && out_has "Abs" && out_has "inputs: 1" && out_has "peak memory:"'
+  run print "$M"
+  check "print test_abs" eval 'status_is 0 && out_has "Abs"'
+  cp "$TMP/out" "$TMP/abs.printed"
+
+  run convert "$M" -o "$TMP/abs.graph"
+  check "convert to .graph" eval 'status_is 0 && [ -s "$TMP/abs.graph" ]'
+  run print "$TMP/abs.graph"
+  check "the .graph prints as the .onnx does" eval 'status_is 0 && cmp -s "$TMP/out" "$TMP/abs.printed"'
+  run convert "$M" -o "$TMP/abs.onnx"
+  check "convert to .onnx" eval 'status_is 0 && [ -s "$TMP/abs.onnx" ]'
+  run convert "$M" "$TMP/abs.dot"
+  check "convert to .dot (OUT as argument)" eval 'status_is 0 && grep -q "^digraph" "$TMP/abs.dot"'
+  if command -v dot >/dev/null; then
+    check "dot accepts the .dot" dot -Tsvg -o /dev/null "$TMP/abs.dot"
+  else
+    skip "dot accepts the .dot" "graphviz not installed"
+  fi
+  run convert "$M" -o "$TMP/abs.png"
+  check "convert: unknown output format" eval 'fails_cleanly && err_has ".png"'
+  run convert "$M"
+  check "convert without OUT" fails_cleanly
+
+  # exec: given inputs, saved outputs, compared with the expected output.
+  D=$NODE/test_abs/test_data_set_0
+  run exec "$M" --inputs "$D/input_0.pb" --save-outputs "$TMP/outs"
+  check "exec with --inputs and --save-outputs" eval 'status_is 0 && out_has "min=" && [ -s "$TMP/outs/output_0.pb" ]'
+  if /usr/bin/python3 -c 'import onnx, numpy' 2>/dev/null; then
+    check "exec's output equals the expected output" /usr/bin/python3 - "$TMP/outs/output_0.pb" "$D/output_0.pb" <<'EOF'
+import sys, onnx, numpy
+from onnx import numpy_helper
+def load(p):
+    t = onnx.TensorProto(); t.ParseFromString(open(p, 'rb').read()); return numpy_helper.to_array(t)
+a, b = load(sys.argv[1]), load(sys.argv[2])
+sys.exit(0 if a.shape == b.shape and numpy.allclose(a, b, rtol=1e-6, atol=0) else 1)
+EOF
+  else
+    skip "exec's output equals the expected output" "python3 onnx missing"
+  fi
+  run exec "$M" "$D/input_0.pb"
+  check "exec with the input as an argument" status_is 0
+  run exec "$M" --random-inputs 7
+  cp "$TMP/out" "$TMP/seed7"
+  run exec "$M" --random-inputs 7
+  check "exec: same seed, same outputs" eval 'status_is 0 && diff <(grep -v "^ran " "$TMP/out") <(grep -v "^ran " "$TMP/seed7") >/dev/null'
+  run exec "$M" --random-inputs 8
+  check "exec: other seed, other outputs" eval 'status_is 0 && ! diff <(grep -v "^ran " "$TMP/out") <(grep -v "^ran " "$TMP/seed7") >/dev/null'
+  run exec "$M" --inputs "$D/input_0.pb" --inputs "$D/input_0.pb"
+  check "exec: too many inputs" eval 'fails_cleanly && err_has "1 input"'
+  run exec "$M" --inputs "$TMP/garbage.onnx"
+  check "exec: garbage input tensor" fails_cleanly
+  run exec "$M" --inputs "$TMP/missing.pb"
+  check "exec: missing input tensor" fails_cleanly
+  run exec "$M" --save-outputs /proc/passlab-cannot-write
+  check "exec: unwritable --save-outputs" fails_cleanly
+else
+  skip "commands on test_abs" "libonnx-testdata not installed"
+fi
+
+# --- conformance -------------------------------------------------------------------
+if [ -d "$NODE/test_abs" ] && [ -d "$NODE/test_add" ] && [ -d "$NODE/test_relu" ]; then
+  mkdir -p "$TMP/suite"
+  for t in test_relu test_abs test_add; do ln -s "$NODE/$t" "$TMP/suite/$t"; done
+  # A broken test: garbage model, no data. Must FAIL, not stop the run.
+  mkdir -p "$TMP/suite/test_broken"
+  cp "$TMP/garbage.onnx" "$TMP/suite/test_broken/model.onnx"
+
+  run conformance "$NODE/test_abs"
+  check "conformance on one test folder" eval 'status_is 0 && out_has "PASS test_abs" && out_has "1 passed, 0 failed, 0 skipped"'
+  run conformance "$TMP/suite"
+  check "conformance on a folder of tests, sorted" eval 'status_is 0 && [ "$(grep -E "^(PASS|FAIL|SKIP) " "$TMP/out" | cut -d" " -f2 | tr -d : | tr "\n" " ")" = "test_abs test_add test_broken test_relu " ]'
+  check "a broken test is a FAIL line" eval 'out_has "FAIL test_broken: " && out_has "3 passed, 1 failed, 0 skipped"'
+  run conformance --quiet "$TMP/suite"
+  check "--quiet prints only failures" eval 'status_is 0 && ! grep -q "^PASS" "$TMP/out" && out_has "FAIL test_broken"'
+
+  printf '# expected\ntest_abs\n  test_add   # with a comment\n\n' >"$TMP/expect"
+  run conformance --expect "$TMP/expect" "$TMP/suite"
+  check "--expect: all listed tests pass" status_is 0
+  printf 'test_abs\ntest_broken\ntest_not_there\n' >"$TMP/expect-bad"
+  run conformance --expect "$TMP/expect-bad" "$TMP/suite"
+  check "--expect: a listed test fails" eval 'status_is 1 && err_has "test_broken" && err_has "test_not_there (not run)"'
+  run conformance --expect "$TMP/missing-list" "$TMP/suite"
+  check "--expect: missing list" fails_cleanly
+  run conformance --write-expect "$TMP/written" "$TMP/suite"
+  check "--write-expect lists the passing tests" eval 'status_is 0 && [ "$(grep -v "^#" "$TMP/written" | tr "\n" " ")" = "test_abs test_add test_relu " ]'
+  run conformance --timeout 0 "$TMP/suite"
+  check "--timeout 0 is refused" fails_cleanly
+else
+  skip "conformance" "libonnx-testdata not installed"
+fi
+
+# A crash or a hang in a test must be a FAIL line, and the run goes on. A
+# preloaded shim replaces pl_conformance_run_dir for folders named
+# test_crash* / test_hang*, and calls the real one for the others.
+if [ -d "$TMP/suite" ] && command -v cc >/dev/null; then
+  cat >"$TMP/shim.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+void pl_conformance_run_dir (const char *dir, void *result);
+void pl_conformance_run_dir (const char *dir, void *result)
+{
+  if (strstr (dir, "test_crash") != NULL)
+    raise (SIGSEGV);
+  if (strstr (dir, "test_hang") != NULL)
+    for (;;)
+      pause ();
+  void (*real) (const char *, void *) =
+    (void (*) (const char *, void *)) dlsym (RTLD_NEXT, "pl_conformance_run_dir");
+  real (dir, result);
+}
+EOF
+  # A sanitizer runtime must come first in the library list, so a preloaded
+  # shim cannot be combined with a sanitizer build of the CLI.
+  if ldd "$CLI" 2>/dev/null | grep -q 'lib[at]san'; then
+    skip "crash and hang handling" "sanitizer build: LD_PRELOAD shims do not load"
+  elif cc -shared -fPIC -o "$TMP/shim.so" "$TMP/shim.c" -ldl 2>"$TMP/cc.err"; then
+    for t in test_crash test_hang; do
+      mkdir -p "$TMP/suite/$t"
+      cp "$TMP/garbage.onnx" "$TMP/suite/$t/model.onnx"
+    done
+    LD_PRELOAD="$TMP/shim.so" "$CLI" conformance --timeout 1 "$TMP/suite" >"$TMP/out" 2>"$TMP/err"
+    status=$?
+    check "a crashing test is reported, the run goes on" eval 'status_is 0 && out_has "FAIL test_crash: crashed: signal 11" && out_has "PASS test_relu"'
+    check "a hanging test times out" eval 'out_has "FAIL test_hang: timed out" && out_has "3 passed, 3 failed, 0 skipped"'
+  else
+    skip "crash and hang handling" "cannot build the preload shim"
+  fi
+else
+  skip "crash and hang handling" "no test suite or no C compiler"
+fi
+
+# --- the sample graphs ---------------------------------------------------------------
+shopt -s nullglob
+samples=("$SRC"/data/graphs/*.graph)
+if [ ${#samples[@]} -eq 0 ]; then
+  skip "sample graphs" "no data/graphs/*.graph"
+fi
+for f in "${samples[@]}"; do
+  name=$(basename "$f")
+  run info --sym-size 2 "$f"
+  check "info $name" eval 'status_is 0 && out_has "peak memory:"'
+  run print "$f"
+  check "print $name" eval 'status_is 0 && [ -s "$TMP/out" ]'
+  run exec "$f" --random-inputs 1 --sym-size 2
+  check "exec $name" status_is 0
+  run convert "$f" -o "$TMP/sample.dot"
+  check "convert $name to .dot" status_is 0
+done
+
+# --- passes, Lua and the fuzzer ------------------------------------------------------
+run run "$SRC/data/graphs/layer_norm.graph" --passes simplify,decompose,fuse-loops --check --report "$TMP/report.json"
+check "run a checked pipeline with a JSON report" eval 'status_is 0 && grep -q "\"pass\":\"fuse-loops\"" "$TMP/report.json"'
+run run "$SRC/data/graphs/layer_norm.graph" --passes simplify,no-such-pass
+check "run names an unknown pass" eval 'status_is 1 && err_has "unknown pass"'
+run run "$SRC/data/graphs/layer_norm.graph" --script "$SRC/data/pipelines/default.lua" --check
+check "run --script with the default pipeline" status_is 0
+run lua "$SRC/data/pipelines/fold_identities.lua"
+check "lua runs a custom-pass sample" status_is 0
+printf 'while true do end\n' > "$TMP/forever.lua"
+run lua --timeout 0.2 "$TMP/forever.lua"
+check "lua --timeout stops an endless loop" eval 'status_is 1 && err_has "time limit"'
+run fuzz --graphs 20 --seed 7 --out "$TMP" --quiet
+check "fuzz 20 graphs through every pass" eval 'status_is 0 && out_has "20 passed, 0 failed"'
+
+echo "1..$n"
+[ "$failures" -eq 0 ]

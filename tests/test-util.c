@@ -1,0 +1,180 @@
+/* test-util.c — helpers for the GLib unit tests. */
+#define G_LOG_DOMAIN "passlab-test"
+#include "test-util.h"
+
+#include <math.h>
+#include <string.h>
+
+PlTensor *
+pl_test_tensor (PlDType dtype, int rank, const int64_t *dims, const double *values)
+{
+  g_autoptr (GError) error = NULL;
+  PlTensor *t = pl_tensor_new (dtype, rank, dims, &error);
+  g_assert_no_error (error);
+  for (int64_t i = 0; values && i < t->numel; i++)
+    pl_tensor_set_f64 (t, i, values[i]);
+  return t;
+}
+
+PlTensor *
+pl_test_random (PlDType dtype, int rank, const int64_t *dims, guint32 seed, double lo, double hi)
+{
+  PlTensor *t = pl_test_tensor (dtype, rank, dims, NULL);
+  g_autoptr (GRand) rand = g_rand_new_with_seed (seed);
+  pl_tensor_fill_random (t, rand, lo, hi);
+  return t;
+}
+
+PlGraph *
+pl_test_node_graph (const char *op_type, int n_inputs, PlTensor *const *inputs, guint32 const_mask,
+                    int n_outputs, PlNode **node)
+{
+  g_autoptr (GError) error = NULL;
+  PlGraph *g = pl_graph_new ("test");
+  g->opset = 17;
+  g_autofree PlValue **vals = g_new0 (PlValue *, MAX (n_inputs, 1));
+
+  for (int i = 0; i < n_inputs; i++)
+    {
+      if (!inputs[i])
+        continue;
+      g_autofree char *name = g_strdup_printf ("in%d", i);
+      if (const_mask & (1u << i))
+        vals[i] = pl_graph_add_constant (g, name, inputs[i], &error);
+      else
+        {
+          PlShape s = pl_tensor_shape (inputs[i]);
+          vals[i] = pl_graph_add_input (g, name, inputs[i]->dtype, &s, &error);
+        }
+      g_assert_no_error (error);
+    }
+  PlNode *n = pl_graph_add_node (g, op_type, NULL, "node", n_inputs, vals, n_outputs, NULL, &error);
+  g_assert_no_error (error);
+  for (int i = 0; i < n_outputs; i++)
+    pl_graph_add_output (g, n->outputs[i]);
+  if (node)
+    *node = n;
+  return g;
+}
+
+/* The non-constant inputs, in graph-input order. */
+static PlTensor **
+graph_inputs (PlGraph *g, PlTensor *const *inputs, guint32 const_mask)
+{
+  PlNode *node = g->nodes->pdata[0];
+  PlTensor **ins = g_new0 (PlTensor *, MAX (node->n_inputs, 1));
+  int k = 0;
+  for (int i = 0; i < node->n_inputs; i++)
+    if (inputs[i] && !(const_mask & (1u << i)))
+      ins[k++] = inputs[i];
+  return ins;
+}
+
+PlTensor **
+pl_test_run (PlGraph *g, PlTensor *const *inputs, guint32 const_mask)
+{
+  g_autoptr (GError) error = NULL;
+  PlNode *node = g->nodes->pdata[0];
+
+  g_assert_true (pl_graph_infer_shapes (g, &error));
+  g_assert_no_error (error);
+  g_autofree PlTensor **ins = graph_inputs (g, inputs, const_mask);
+  PlTensor **outs = pl_interp_run (g, ins, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (outs);
+
+  for (int i = 0; i < node->n_outputs; i++)
+    {
+      PlValue *v = node->outputs[i];
+      PlShape got = pl_tensor_shape (outs[i]);
+      g_assert_cmpstr (pl_dtype_name (outs[i]->dtype), ==, pl_dtype_name (v->dtype));
+      if (v->shape.rank >= 0)
+        {
+          /* Every inferred dim that is known must match what was computed. */
+          bool ok = v->shape.rank == got.rank;
+          for (int d = 0; ok && d < got.rank; d++)
+            ok = v->shape.dims[d].size < 0 || v->shape.dims[d].size == got.dims[d].size;
+          if (!ok)
+            {
+              g_autofree char *a = pl_shape_to_string (&v->shape);
+              g_autofree char *b = pl_shape_to_string (&got);
+              g_error ("output %d: inferred shape %s, computed %s", i, a, b);
+            }
+        }
+    }
+  return outs;
+}
+
+void
+pl_test_expect_infer_error (PlGraph *g, const char *substring)
+{
+  g_autoptr (GError) error = NULL;
+  g_assert_false (pl_graph_infer_shapes (g, &error));
+  g_assert_nonnull (error);
+  if (!strstr (error->message, substring))
+    g_error ("expected an error containing '%s', got '%s'", substring, error->message);
+}
+
+void
+pl_test_expect_run_error (PlGraph *g, PlTensor *const *inputs, guint32 const_mask, const char *substring)
+{
+  g_autoptr (GError) error = NULL;
+  PlNode *node = g->nodes->pdata[0];
+  if (!pl_graph_infer_shapes (g, &error))
+    {
+      if (!strstr (error->message, substring))
+        g_error ("expected an error containing '%s', got '%s'", substring, error->message);
+      return;
+    }
+  g_autofree PlTensor **ins = graph_inputs (g, inputs, const_mask);
+  PlTensor **outs = pl_interp_run (g, ins, NULL, &error);
+  if (outs)
+    {
+      pl_interp_free_outputs (outs, node->n_outputs);
+      g_error ("expected a run-time error containing '%s', but the run succeeded", substring);
+    }
+  if (!strstr (error->message, substring))
+    g_error ("expected an error containing '%s', got '%s'", substring, error->message);
+}
+
+void
+pl_test_assert_close (const PlTensor *got, const PlTensor *want, double rtol, double atol)
+{
+  PlShape gs = pl_tensor_shape (got), ws = pl_tensor_shape (want);
+  g_autofree char *a = pl_shape_to_string (&gs);
+  g_autofree char *b = pl_shape_to_string (&ws);
+  g_assert_cmpstr (a, ==, b);
+  g_assert_cmpstr (pl_dtype_name (got->dtype), ==, pl_dtype_name (want->dtype));
+  for (int64_t i = 0; i < got->numel; i++)
+    {
+      double x = pl_tensor_get_f64 (got, i), y = pl_tensor_get_f64 (want, i);
+      if (isnan (x) && isnan (y))
+        continue;
+      if (x == y)
+        continue;
+      if (!(fabs (x - y) <= atol + rtol * fabs (y)))
+        g_error ("element %" G_GINT64_FORMAT ": got %.9g, want %.9g", i, x, y);
+    }
+}
+
+void
+pl_test_assert_values (const PlTensor *got, const double *want)
+{
+  for (int64_t i = 0; i < got->numel; i++)
+    {
+      double x = pl_tensor_get_f64 (got, i), y = want[i];
+      if (isnan (x) && isnan (y))
+        continue;
+      if (x == y)
+        continue;
+      if (!(fabs (x - y) <= 1e-5 * MAX (fabs (y), 1e-6)))
+        g_error ("element %" G_GINT64_FORMAT ": got %.9g, want %.9g", i, x, y);
+    }
+}
+
+char *
+pl_test_source_path (const char *relative)
+{
+  const char *root = g_getenv ("PASSLAB_SOURCE_DIR");
+  return g_build_filename (root ? root : ".", relative, NULL);
+}

@@ -1,0 +1,38 @@
+/* test-util.h — helpers for the GLib unit tests: build one-node graphs, run
+ * them through shape inference and the reference interpreter, and compare. */
+#pragma once
+
+#include "graph.h"
+#include "interp.h"
+#include "tensor.h"
+
+#define PL_DIMS(...) ((const int64_t[]) { __VA_ARGS__ })
+#define PL_VALS(...) ((const double[]) { __VA_ARGS__ })
+
+/* A new tensor filled from values (row-major; NULL for zeros). */
+PlTensor  *pl_test_tensor        (PlDType dtype, int rank, const int64_t *dims, const double *values);
+/* A tensor of random values in [lo, hi). */
+PlTensor  *pl_test_random        (PlDType dtype, int rank, const int64_t *dims, guint32 seed, double lo, double hi);
+
+/* A graph with one node. inputs[i] NULL: an omitted optional input. Bit i of
+ * const_mask set: input i is a constant (else a graph input with exactly the
+ * tensor's shape). The node has n_outputs outputs, all graph outputs.
+ * Set attributes on *node, then call pl_test_run. */
+PlGraph   *pl_test_node_graph    (const char *op_type, int n_inputs, PlTensor *const *inputs,
+                                  guint32 const_mask, int n_outputs, PlNode **node);
+/* Infers shapes (failing the test on error), runs the interpreter with the
+ * non-constant inputs, and asserts that every inferred static output shape
+ * and dtype equals the computed one. Returns node->n_outputs tensors;
+ * free with pl_interp_free_outputs. */
+PlTensor **pl_test_run           (PlGraph *g, PlTensor *const *inputs, guint32 const_mask);
+/* Asserts that inference fails with a message containing substring. */
+void       pl_test_expect_infer_error (PlGraph *g, const char *substring);
+/* Asserts that running fails (inference may pass) with a message containing substring. */
+void       pl_test_expect_run_error   (PlGraph *g, PlTensor *const *inputs, guint32 const_mask,
+                                       const char *substring);
+/* Asserts shapes/dtypes equal and values close (prints the first mismatch). */
+void       pl_test_assert_close  (const PlTensor *got, const PlTensor *want, double rtol, double atol);
+/* Asserts got equals the listed values (same count as got->numel), within 1e-5 relative. */
+void       pl_test_assert_values (const PlTensor *got, const double *want);
+/* Path of a file in the source tree (from PASSLAB_SOURCE_DIR); g_free it. */
+char      *pl_test_source_path   (const char *relative);
