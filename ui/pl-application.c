@@ -1,0 +1,351 @@
+/* pl-application.c — the passlab application.
+ *
+ * `passlab [FILE…] [--passes A,B] [--step K] [--select NODE]
+ *          [--screenshot OUT.png] [--size WxH]`
+ * opens each FILE in a window; the options apply to the first one. With
+ * --screenshot nothing waits for a person: once the window has loaded, run
+ * and laid out, and a few frames have been drawn, the window is rendered to
+ * OUT.png and the program exits (status 1 if the window showed an error).
+ * Runs with any of these options are non-unique, so they never hand their
+ * files to a passlab that is already running.
+ */
+#define G_LOG_DOMAIN "passlab"
+
+#include "pl-application.h"
+
+#include <stdio.h>
+
+#include "passlab-resources.h"
+#include "pl-window.h"
+
+/* Frames drawn after the window went idle before the screenshot: the first
+ * ones may still lay out the panes. */
+#define SCREENSHOT_FRAMES 4
+#define SCREENSHOT_TIMEOUT_S 300
+
+struct _PlApplication
+{
+  GtkApplication parent_instance;
+
+  char    *version;
+  /* command-line state for the first file */
+  char    *passes;
+  int      step;
+  char    *select;
+  char    *screenshot;
+  int      width, height;   /* 0: remembered / default */
+
+  int      exit_status;
+  int      frames;
+  int      resizes;
+  guint    timeout_id;
+};
+
+G_DEFINE_FINAL_TYPE (PlApplication, pl_application, GTK_TYPE_APPLICATION)
+
+static const GOptionEntry option_entries[] = {
+  { "passes", 'p', 0, G_OPTION_ARG_STRING, NULL, "Run this pass pipeline on FILE (with the numerical check)", "A,B,C" },
+  { "step", 's', 0, G_OPTION_ARG_INT, NULL, "Show step K (0: the loaded graph; default: the last)", "K" },
+  { "select", 0, 0, G_OPTION_ARG_STRING, NULL, "Select the node (or value) called NODE and centre it", "NODE" },
+  { "screenshot", 0, 0, G_OPTION_ARG_FILENAME, NULL, "Render the window to a PNG file and exit", "OUT.png" },
+  { "size", 0, 0, G_OPTION_ARG_STRING, NULL, "Window size in pixels (default 1400x900)", "WxH" },
+  { "version", 0, 0, G_OPTION_ARG_NONE, NULL, "Print the version and exit", NULL },
+  { NULL },
+};
+
+/* Every action's shortcuts, set once at startup. */
+static const struct {
+  const char *action;
+  const char *accels[3];
+} shortcuts[] = {
+  { "win.open", { "<Control>o", NULL } },
+  { "win.run", { "<Control>r", NULL } },
+  { "win.step-back", { "<Alt>Left", "<Control>bracketleft", NULL } },
+  { "win.step-forward", { "<Alt>Right", "<Control>bracketright", NULL } },
+  { "win.export", { "<Control>e", NULL } },
+  { "win.search", { "<Control>f", NULL } },
+  { "win.zoom-fit", { "<Control>0", NULL } },
+  { "win.zoom-in", { "<Control>plus", "<Control>equal", NULL } },
+  { "win.zoom-out", { "<Control>minus", NULL } },
+  { "win.hide-unchanged", { "<Control>h", NULL } },
+  { "window.close", { "<Control>w", NULL } },
+  { "app.quit", { "<Control>q", NULL } },
+};
+
+/* --- app actions ----------------------------------------------------------------------- */
+
+static void
+action_quit (GSimpleAction *action, GVariant *param, gpointer user_data)
+{
+  /* Closing (not destroying) lets every window save its state. */
+  GList *windows = g_list_copy (gtk_application_get_windows (GTK_APPLICATION (user_data)));
+  for (GList *l = windows; l; l = l->next)
+    gtk_window_close (l->data);
+  g_list_free (windows);
+}
+
+static void
+action_about (GSimpleAction *action, GVariant *param, gpointer user_data)
+{
+  PlApplication *self = user_data;
+  const char *authors[] = { "The passlab authors", NULL };
+  gtk_show_about_dialog (gtk_application_get_active_window (GTK_APPLICATION (self)),
+                         "program-name", "passlab",
+                         "logo-icon-name", PL_APPLICATION_ID,
+                         "version", self->version,
+                         "comments", "A workbench for machine-learning computation graphs: step through "
+                                     "optimization passes and see what each one changed.",
+                         "license-type", GTK_LICENSE_MIT_X11,
+                         "authors", authors,
+                         NULL);
+}
+
+static const GActionEntry app_actions[] = {
+  { .name = "quit", .activate = action_quit },
+  { .name = "about", .activate = action_about },
+};
+
+/* --- screenshots ------------------------------------------------------------------------- */
+
+static void
+finish_screenshot (PlApplication *self, PlWindow *window)
+{
+  g_clear_handle_id (&self->timeout_id, g_source_remove);
+  g_autoptr (GError) error = NULL;
+  if (!pl_window_save_screenshot (window, self->screenshot, &error))
+    {
+      g_printerr ("passlab: %s\n", error->message);
+      self->exit_status = 1;
+    }
+  const char *problem = pl_window_get_error (window);
+  if (problem)
+    {
+      g_printerr ("passlab: %s\n", problem);
+      self->exit_status = 1;
+    }
+  g_application_quit (G_APPLICATION (self));
+}
+
+static gboolean
+screenshot_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer user_data)
+{
+  PlApplication *self = user_data;
+  /* Client-side decorations take a few pixels of the window's default size:
+   * grow it once so that the window itself is exactly --size. */
+  int want_w = self->width > 0 ? self->width : 1400, want_h = self->width > 0 ? self->height : 900;
+  int dw = want_w - gtk_widget_get_width (widget), dh = want_h - gtk_widget_get_height (widget);
+  if ((dw != 0 || dh != 0) && self->resizes < 3)
+    {
+      int w, h;
+      gtk_window_get_default_size (GTK_WINDOW (widget), &w, &h);
+      gtk_window_set_default_size (GTK_WINDOW (widget), w + dw, h + dh);
+      self->resizes++;
+      self->frames = 1;
+      return G_SOURCE_CONTINUE;
+    }
+  if (++self->frames < SCREENSHOT_FRAMES)
+    {
+      gtk_widget_queue_draw (widget);
+      return G_SOURCE_CONTINUE;
+    }
+  finish_screenshot (self, PL_WINDOW (widget));
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_window_busy (PlWindow *window, GParamSpec *pspec, PlApplication *self)
+{
+  if (pl_window_is_busy (window) || self->frames > 0)
+    return;
+  self->frames = 1;
+  gtk_widget_add_tick_callback (GTK_WIDGET (window), screenshot_tick, self, NULL);
+  gtk_widget_queue_draw (GTK_WIDGET (window));
+}
+
+static gboolean
+on_screenshot_timeout (gpointer user_data)
+{
+  PlApplication *self = user_data;
+  self->timeout_id = 0;
+  g_printerr ("passlab: gave up waiting for the window after %d s\n", SCREENSHOT_TIMEOUT_S);
+  self->exit_status = 1;
+  g_application_quit (G_APPLICATION (self));
+  return G_SOURCE_REMOVE;
+}
+
+/* --- opening ------------------------------------------------------------------------------- */
+
+static PlWindow *
+new_window (PlApplication *self)
+{
+  PlWindow *window = pl_window_new (self);
+  if (!self->screenshot)
+    pl_window_load_state (window);
+  if (self->width > 0)
+    gtk_window_set_default_size (GTK_WINDOW (window), self->width, self->height);
+  return window;
+}
+
+static void
+pl_application_activate (GApplication *app)
+{
+  PlApplication *self = PL_APPLICATION (app);
+  if (self->screenshot)
+    {
+      g_printerr ("passlab: --screenshot needs a FILE\n");
+      self->exit_status = 1;
+      return;
+    }
+  GtkWindow *window = gtk_application_get_active_window (GTK_APPLICATION (app));
+  if (!window)
+    window = GTK_WINDOW (new_window (self));
+  gtk_window_present (window);
+}
+
+static void
+pl_application_open (GApplication *app, GFile **files, int n_files, const char *hint)
+{
+  PlApplication *self = PL_APPLICATION (app);
+  PlOpenRequest request = { .passes = self->passes, .step = self->step, .select = self->select };
+  if (self->screenshot)
+    {
+      PlWindow *window = new_window (self);
+      g_signal_connect (window, "notify::busy", G_CALLBACK (on_window_busy), self);
+      self->timeout_id = g_timeout_add_seconds (SCREENSHOT_TIMEOUT_S, on_screenshot_timeout, self);
+      pl_window_open (window, files[0], &request);
+      gtk_window_present (GTK_WINDOW (window));
+      return;
+    }
+  for (int i = 0; i < n_files; i++)
+    {
+      /* An empty window takes the first file; every other file gets its own. */
+      GtkWindow *active = gtk_application_get_active_window (GTK_APPLICATION (app));
+      PlWindow *window = i == 0 && active && PL_IS_WINDOW (active) && !pl_window_has_graph (PL_WINDOW (active))
+                             && !pl_window_is_busy (PL_WINDOW (active))
+                           ? PL_WINDOW (active)
+                           : new_window (self);
+      pl_window_open (window, files[i], i == 0 ? &request : NULL);
+      gtk_window_present (GTK_WINDOW (window));
+    }
+}
+
+static gboolean
+parse_size (const char *text, int *w, int *h)
+{
+  char *end = NULL;
+  gint64 a = g_ascii_strtoll (text, &end, 10);
+  if (end == text || (*end != 'x' && *end != 'X'))
+    return FALSE;
+  const char *rest = end + 1;
+  gint64 b = g_ascii_strtoll (rest, &end, 10);
+  if (end == rest || *end != '\0' || a < 200 || b < 150 || a > 8192 || b > 8192)
+    return FALSE;
+  *w = (int) a;
+  *h = (int) b;
+  return TRUE;
+}
+
+static int
+pl_application_handle_local_options (GApplication *app, GVariantDict *options)
+{
+  PlApplication *self = PL_APPLICATION (app);
+  if (g_variant_dict_contains (options, "version"))
+    {
+      printf ("passlab %s\n", self->version);
+      return 0;
+    }
+  const char *size = NULL;
+  if (g_variant_dict_lookup (options, "size", "&s", &size) && !parse_size (size, &self->width, &self->height))
+    {
+      g_printerr ("passlab: --size wants WIDTHxHEIGHT, e.g. 1400x900 (200x150 to 8192x8192), not '%s'\n", size);
+      return 1;
+    }
+  g_variant_dict_lookup (options, "passes", "s", &self->passes);
+  g_variant_dict_lookup (options, "select", "s", &self->select);
+  g_variant_dict_lookup (options, "screenshot", "^ay", &self->screenshot);
+  if (g_variant_dict_lookup (options, "step", "i", &self->step) && self->step < 0)
+    {
+      g_printerr ("passlab: --step wants a step number, 0 or more\n");
+      return 1;
+    }
+  if (self->passes || self->select || self->screenshot || self->step >= 0 || size)
+    g_application_set_flags (app, g_application_get_flags (app) | G_APPLICATION_NON_UNIQUE);
+  return -1;
+}
+
+static void
+pl_application_startup (GApplication *app)
+{
+  G_APPLICATION_CLASS (pl_application_parent_class)->startup (app);
+  pl_passes_init ();
+  gtk_window_set_default_icon_name (PL_APPLICATION_ID);
+  g_autoptr (GtkCssProvider) css = gtk_css_provider_new ();
+  gtk_css_provider_load_from_resource (css, "/org/passlab/Passlab/style.css");
+  gtk_style_context_add_provider_for_display (gdk_display_get_default (), GTK_STYLE_PROVIDER (css),
+                                              GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
+  g_action_map_add_action_entries (G_ACTION_MAP (app), app_actions, G_N_ELEMENTS (app_actions), app);
+  for (guint i = 0; i < G_N_ELEMENTS (shortcuts); i++)
+    gtk_application_set_accels_for_action (GTK_APPLICATION (app), shortcuts[i].action, shortcuts[i].accels);
+}
+
+/* --- GObject ---------------------------------------------------------------------------------- */
+
+static void
+pl_application_finalize (GObject *object)
+{
+  PlApplication *self = PL_APPLICATION (object);
+  g_clear_handle_id (&self->timeout_id, g_source_remove);
+  g_free (self->version);
+  g_free (self->passes);
+  g_free (self->select);
+  g_free (self->screenshot);
+  G_OBJECT_CLASS (pl_application_parent_class)->finalize (object);
+}
+
+static void
+pl_application_class_init (PlApplicationClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GApplicationClass *app_class = G_APPLICATION_CLASS (klass);
+
+  object_class->finalize = pl_application_finalize;
+  /* Keep the resource bundle linked in: startup loads style.css from it. */
+  (void) passlab_get_resource ();
+  app_class->activate = pl_application_activate;
+  app_class->open = pl_application_open;
+  app_class->startup = pl_application_startup;
+  app_class->handle_local_options = pl_application_handle_local_options;
+}
+
+static void
+pl_application_init (PlApplication *self)
+{
+  self->step = -1;
+  g_application_add_main_option_entries (G_APPLICATION (self), option_entries);
+  g_application_set_option_context_parameter_string (G_APPLICATION (self), "[FILE…]");
+  g_application_set_option_context_summary (G_APPLICATION (self),
+                                            "Open ONNX models and .graph files in the passlab workbench.");
+}
+
+PlApplication *
+pl_application_new (const char *version, GApplicationFlags flags)
+{
+  PlApplication *self = g_object_new (PL_TYPE_APPLICATION, "application-id", PL_APPLICATION_ID, "flags",
+                                      flags | G_APPLICATION_HANDLES_OPEN, NULL);
+  self->version = g_strdup (version ? version : "");
+  return self;
+}
+
+const char *
+pl_application_get_version (PlApplication *self)
+{
+  g_return_val_if_fail (PL_IS_APPLICATION (self), NULL);
+  return self->version;
+}
+
+int
+pl_application_get_exit_status (PlApplication *self)
+{
+  g_return_val_if_fail (PL_IS_APPLICATION (self), 1);
+  return self->exit_status;
+}

@@ -1,0 +1,83 @@
+/* pl-window-private.h — what pl-window.c (the document, the worker, the
+ * views) and pl-window-actions.c (actions, dialogs, drag and drop, recent
+ * files, saved window state) share. */
+#pragma once
+
+#include "pl-window.h"
+
+G_BEGIN_DECLS
+
+/* One open document: the file and the history of the pipeline last run on
+ * the graph loaded from it (step 0). Refcounted (g_rc_box) so that a worker
+ * still reading it survives a newer document replacing it. */
+typedef struct {
+  GFile     *file;
+  PlHistory *history;
+} PlDocument;
+
+PlDocument *pl_document_ref   (PlDocument *doc);
+void        pl_document_unref (PlDocument *doc);
+
+struct _PlWindow
+{
+  GtkApplicationWindow parent_instance;
+
+  /* template children */
+  GtkLabel         *title_label;
+  GtkLabel         *subtitle_label;
+  GtkMenuButton    *recent_button;
+  GtkDropDown      *pipeline_dropdown;
+  GtkStringList    *preset_list;
+  GtkEntry         *pipeline_entry;
+  GtkRevealer      *banner_revealer;
+  GtkWidget        *banner_box;
+  GtkImage         *banner_icon;
+  GtkLabel         *banner_label;
+  GtkSearchBar     *search_bar;
+  GtkSearchEntry   *search_entry;
+  GtkLabel         *search_status;
+  GtkPaned         *outer_paned;
+  GtkPaned         *inner_paned;
+  GtkStack         *view_stack;
+  GtkWidget        *canvas_overlay;
+  PlGraphCanvas    *canvas;
+  GtkLabel         *legend_label;
+  PlTimeline       *timeline;
+  PlInspector      *inspector;
+  GtkRevealer      *progress_revealer;
+  GtkSpinner       *progress_spinner;
+  GtkLabel         *progress_label;
+  GtkProgressBar   *progress_bar;
+
+  /* the document and what is shown of it */
+  PlDocument       *doc;
+  int               step;
+  char             *subtitle;
+  char             *banner_text;     /* NULL when no banner */
+
+  /* the job in flight (load / run, then the canvas's layout), and what to
+   * do after it */
+  GCancellable     *cancellable;
+  gboolean          busy;
+  gboolean          awaiting_layout; /* the canvas lays out the new document */
+  gboolean          fit_after_layout;
+  guint             settle_tick;     /* waiting for the canvas's first frame */
+  int               pending_step;    /* -2: keep the current one, -1: the last */
+  char             *pending_select;
+
+  GMenu            *recent_menu;
+  gboolean          state_loaded;    /* pl_window_load_state ran: save on close */
+  guint             ignore_preset;   /* the entry is being set from the preset list */
+};
+
+/* pl-window.c */
+void  pl_window_set_banner       (PlWindow *self, const char *message, gboolean is_error);
+void  pl_window_cancel           (PlWindow *self);
+void  pl_window_zoom             (PlWindow *self, int direction);  /* -1 out, 0 fit, +1 in */
+
+/* pl-window-actions.c */
+void  pl_window_actions_init     (PlWindow *self);
+void  pl_window_update_recent    (PlWindow *self);
+void  pl_window_add_recent       (PlWindow *self, GFile *file);
+
+G_END_DECLS
