@@ -1,0 +1,268 @@
+/* cli-bench.c — `passlab-cli bench`: runs one graph as several variants on
+ * a backend — none (as loaded), loops (loop and library fusion), stitch
+ * (library fusion and stitching) — on the same inputs, and prints each
+ * variant's kernels, launches, median time, effective bandwidth and
+ * speed-up over the first variant, and its error against the reference
+ * interpreter. */
+#define G_LOG_DOMAIN "passlab"
+
+#include "cli-exec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "builtin-passes.h"
+#include "interp.h"
+#include "pass.h"
+#include "schedule.h"
+
+typedef struct {
+  const char *name;
+  const char *passes;   /* NULL: none */
+  const char *needs;    /* a pass that must be registered */
+} Variant;
+
+static const Variant variants[] = {
+  { "none", NULL, NULL },
+  { "loops", "simplify,decompose,reshape-sink,fuse-library,fuse-loops", "fuse-loops" },
+  { "stitch", "simplify,decompose,reshape-sink,fuse-library,stitch", "stitch" },
+};
+
+typedef struct {
+  const char *name;
+  bool        ran;
+  char       *skipped;
+  int         kernels, launches;
+  double      ms;
+  int64_t     moved, peak;
+  double      error;
+} Result;
+
+static const Variant *
+find_variant (const char *name)
+{
+  for (size_t i = 0; i < G_N_ELEMENTS (variants); i++)
+    if (strcmp (variants[i].name, name) == 0)
+      return &variants[i];
+  return NULL;
+}
+
+/* Bytes the graph itself must move: its inputs and parameters read once,
+ * its outputs written once — the same for every variant. */
+static int64_t
+graph_bytes (const PlGraph *g)
+{
+  int64_t b = pl_graph_param_bytes (g);
+  for (guint i = 0; i < g->inputs->len; i++)
+    b += pl_value_bytes (g->inputs->pdata[i], 1, NULL);
+  for (guint i = 0; i < g->outputs->len; i++)
+    b += pl_value_bytes (g->outputs->pdata[i], 1, NULL);
+  return b;
+}
+
+/* Worst error of got against want over the outputs, relative to each
+ * output's scale: max |a - b| / max |b| (as the pass manager's check). */
+static double
+worst_error (PlTensor **got, PlTensor **want, int n)
+{
+  double w = 0;
+  for (int i = 0; i < n; i++)
+    {
+      if (got[i]->numel != want[i]->numel)
+        return INFINITY;
+      double diff = 0, scale = 0;
+      for (int64_t k = 0; k < want[i]->numel; k++)
+        {
+          double a = pl_tensor_get_f64 (got[i], k), b = pl_tensor_get_f64 (want[i], k);
+          diff = MAX (diff, fabs (a - b));
+          scale = MAX (scale, fabs (b));
+        }
+      w = MAX (w, diff / MAX (scale, 1e-30));
+    }
+  return w;
+}
+
+static bool
+run_variant (const PlGraph *g, const Variant *v, PlBackend backend, const PlCompileOptions *copt, int repeat,
+             PlTensor **inputs, PlTensor **want, Result *r, GError **error)
+{
+  g_autoptr (PlGraph) x = pl_cli_apply_passes (g, v->passes, NULL, error);
+  if (!x)
+    return false;
+  PlExecutable *e = pl_executable_new (x, copt, error);
+  if (!e)
+    return false;
+  g_autoptr (PlRunReport) rep = NULL;
+  PlTensor **outs = pl_executable_run (e, inputs, repeat, &rep, error);
+  pl_executable_free (e);
+  if (!outs)
+    return false;
+  r->ran = true;
+  r->kernels = rep->n_kernels;
+  r->launches = 0;
+  for (int i = 0; i < rep->n_kernels; i++)
+    r->launches += rep->kernels[i].n_launches;
+  r->ms = rep->total_ms;
+  r->moved = pl_cli_report_bytes (rep);
+  r->peak = rep->peak_bytes;
+  r->error = want ? worst_error (outs, want, (int) g->outputs->len) : NAN;
+  pl_interp_free_outputs (outs, (int) g->outputs->len);
+  return true;
+}
+
+static char *
+report_json (const char *file, PlBackend backend, int64_t gbytes, const Result *res, int n)
+{
+  GString *s = g_string_new (NULL);
+  g_autofree char *f = g_strescape (file, NULL);
+  g_string_append_printf (s, "{\"file\": \"%s\", \"backend\": \"%s\", \"graph_bytes\": %" G_GINT64_FORMAT
+                          ", \"variants\": [", f, pl_backend_name (backend), gbytes);
+  double base = 0;
+  for (int i = 0; i < n; i++)
+    {
+      const Result *r = &res[i];
+      if (r->ran && base == 0)
+        base = r->ms;
+      g_string_append_printf (s, "%s\n  {\"name\": \"%s\"", i ? "," : "", r->name);
+      if (!r->ran)
+        {
+          g_autofree char *why = g_strescape (r->skipped ? r->skipped : "", NULL);
+          g_string_append_printf (s, ", \"skipped\": \"%s\"}", why);
+          continue;
+        }
+      char ms[G_ASCII_DTOSTR_BUF_SIZE], gb[G_ASCII_DTOSTR_BUF_SIZE], sp[G_ASCII_DTOSTR_BUF_SIZE], er[G_ASCII_DTOSTR_BUF_SIZE];
+      g_ascii_formatd (ms, sizeof ms, "%.6g", r->ms);
+      g_ascii_formatd (gb, sizeof gb, "%.6g", r->ms > 0 ? (double) gbytes / (r->ms * 1e6) : 0);
+      g_ascii_formatd (sp, sizeof sp, "%.4g", r->ms > 0 ? base / r->ms : 0);
+      g_ascii_formatd (er, sizeof er, "%.3g", isfinite (r->error) ? r->error : -1);
+      g_string_append_printf (s, ", \"kernels\": %d, \"launches\": %d, \"ms\": %s, \"gbps\": %s, \"speedup\": %s, "
+                              "\"moved_bytes\": %" G_GINT64_FORMAT ", \"peak_bytes\": %" G_GINT64_FORMAT
+                              ", \"max_error\": %s}", r->kernels, r->launches, ms, gb, sp, r->moved, r->peak, er);
+    }
+  g_string_append (s, "]}\n");
+  return g_string_free (s, FALSE);
+}
+
+int
+pl_cli_bench (int argc, char **argv)
+{
+  g_autofree char *backend_name = NULL, *variant_list = NULL, *report_path = NULL, *cache_dir = NULL;
+  int repeat = 10, threads = 0;
+  gint64 seed = 1, sym_size = 1;
+  gboolean no_check = FALSE;
+  const GOptionEntry entries[] = {
+    { "backend", 'b', 0, G_OPTION_ARG_STRING, &backend_name, "cpu (default), cuda or reference", "B" },
+    { "variants", 'v', 0, G_OPTION_ARG_STRING, &variant_list,
+      "Comma-separated: none, loops, stitch (default: all three)", "LIST" },
+    { "repeat", 'n', 0, G_OPTION_ARG_INT, &repeat, "Timed runs per variant after one warm-up (default 10)", "N" },
+    { "threads", 't', 0, G_OPTION_ARG_INT, &threads, "cpu: OpenMP threads (default: all cores)", "N" },
+    { "random-inputs", 'r', 0, G_OPTION_ARG_INT64, &seed, "Seed of the random inputs (default 1)", "SEED" },
+    { "sym-size", 's', 0, G_OPTION_ARG_INT64, &sym_size, "Size of symbolic dims of the inputs (default 1)", "N" },
+    { "no-check", 0, 0, G_OPTION_ARG_NONE, &no_check, "Skip the comparison with the reference interpreter", NULL },
+    { "report", 0, 0, G_OPTION_ARG_FILENAME, &report_path, "Write the results as JSON", "OUT.json" },
+    { "cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &cache_dir, "cpu: compiled-kernel cache", "DIR" },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = pl_cli_context ("FILE",
+    "Runs the graph unfused, loop-fused and stitched on one backend with the\n"
+    "same inputs and prints each variant's kernels, median time, effective\n"
+    "bandwidth (the graph's inputs, parameters and outputs moved once) and\n"
+    "speed-up over the first variant.", entries);
+  if (!pl_cli_parse (ctx, &argc, &argv))
+    return 1;
+  if (argc != 2)
+    return pl_cli_fail ("bench: expected one FILE (see 'passlab-cli bench --help')");
+  PlBackend backend = PL_BACKEND_CPU;
+  if (backend_name && !pl_backend_from_name (backend_name, &backend))
+    return pl_cli_fail ("unknown backend '%s' (reference, cpu or cuda)", backend_name);
+  if (repeat < 1 || repeat > 100000)
+    return pl_cli_fail ("--repeat takes 1 to 100000");
+  if (seed < 0 || seed > G_MAXUINT32 || sym_size < 1 || threads < 0)
+    return pl_cli_fail ("bad --random-inputs, --sym-size or --threads");
+  pl_passes_init ();
+
+  g_auto (GStrv) names = g_strsplit (variant_list ? variant_list : "none,loops,stitch", ",", -1);
+  int n = (int) g_strv_length (names);
+  if (n == 0)
+    return pl_cli_fail ("--variants is empty");
+  for (int i = 0; i < n; i++)
+    {
+      g_strstrip (names[i]);
+      if (!find_variant (names[i]))
+        return pl_cli_fail ("unknown variant '%s' (none, loops, stitch)", names[i]);
+    }
+
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlGraph) g = pl_cli_load (argv[1], &error);
+  if (!g)
+    return pl_cli_fail_error (error);
+  PlTensor **inputs = pl_random_inputs (g, (guint32) seed, sym_size, &error);
+  if (!inputs && g->inputs->len > 0)
+    return pl_cli_fail_error (error);
+  PlTensor **want = NULL;
+  if (!no_check)
+    {
+      want = pl_interp_run (g, inputs, NULL, &error);
+      if (!want)
+        {
+          pl_interp_free_outputs (inputs, (int) g->inputs->len);
+          return pl_cli_fail_error (error);
+        }
+    }
+
+  PlCompileOptions copt;
+  pl_compile_options_init (&copt, backend);
+  copt.cache_dir = cache_dir;
+  copt.threads = threads;
+  g_autofree Result *res = g_new0 (Result, n);
+  int status = 0;
+  for (int i = 0; i < n && status == 0; i++)
+    {
+      const Variant *v = find_variant (names[i]);
+      res[i].name = v->name;
+      if (v->needs && !pl_pass_find (v->needs))
+        {
+          res[i].skipped = g_strdup_printf ("no '%s' pass in this build", v->needs);
+          continue;
+        }
+      if (!run_variant (g, v, backend, &copt, repeat, inputs, want, &res[i], &error))
+        status = pl_cli_fail ("variant %s: %s", v->name, error->message);
+    }
+  pl_interp_free_outputs (inputs, (int) g->inputs->len);
+  if (want)
+    pl_interp_free_outputs (want, (int) g->outputs->len);
+
+  int64_t gbytes = graph_bytes (g);
+  g_autofree char *gb = pl_cli_human_bytes (gbytes);
+  printf ("%s on %s: %d timed runs per variant; the graph moves %s (inputs + parameters + outputs once)\n",
+          argv[1], pl_backend_name (backend), repeat, gb);
+  printf ("%-8s %8s %9s %12s %10s %9s %12s %12s %10s\n", "variant", "kernels", "launches", "median ms", "GB/s",
+          "speed-up", "moved", "peak mem", "max error");
+  double base = 0;
+  for (int i = 0; i < n; i++)
+    {
+      Result *r = &res[i];
+      if (!r->ran)
+        {
+          printf ("%-8s skipped: %s\n", r->name, r->skipped ? r->skipped : "failed");
+          continue;
+        }
+      if (base == 0)
+        base = r->ms;
+      g_autofree char *moved = pl_cli_human_bytes (r->moved);
+      g_autofree char *peak = pl_cli_human_bytes (r->peak);
+      g_autofree char *err = isfinite (r->error) ? g_strdup_printf ("%.2g", r->error) : g_strdup ("-");
+      printf ("%-8s %8d %9d %12.4f %10.2f %8.2fx %12s %12s %10s\n", r->name, r->kernels, r->launches, r->ms,
+              r->ms > 0 ? (double) gbytes / (r->ms * 1e6) : 0, r->ms > 0 ? base / r->ms : 0, moved, peak, err);
+    }
+  if (report_path && status == 0)
+    {
+      g_autofree char *json = report_json (argv[1], backend, gbytes, res, n);
+      if (!g_file_set_contents (report_path, json, -1, &error))
+        status = pl_cli_fail_error (error);
+    }
+  for (int i = 0; i < n; i++)
+    g_free (res[i].skipped);
+  return status;
+}

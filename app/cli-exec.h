@@ -1,0 +1,25 @@
+/* cli-exec.h — what `passlab-cli exec` (cli-exec.c) shares with
+ * `passlab-cli bench` (cli-bench.c): applying a pipeline before running,
+ * and the per-kernel table. */
+#pragma once
+
+#include "cli.h"
+#include "runtime.h"
+
+G_BEGIN_DECLS
+
+/* cli-bench.c (the lead lists it in cli.h's command table too) */
+int      pl_cli_bench             (int argc, char **argv);
+
+/* A copy of g after the pipeline spec ("simplify,fuse-loops"; NULL or ""
+ * for none) with params ("pass.key=value", NULL-terminated, may be NULL). */
+PlGraph *pl_cli_apply_passes      (const PlGraph *g, const char *spec, char *const *params, GError **error);
+/* "12.3 MiB" */
+char    *pl_cli_human_bytes       (int64_t b);
+/* The per-kernel table (kernel, ops fused, time median, bytes, achieved
+ * GB/s) and the totals line. */
+void     pl_cli_print_kernel_table (const PlRunReport *r);
+/* Bytes every kernel moves, summed (inputs read once + outputs written once). */
+int64_t  pl_cli_report_bytes      (const PlRunReport *r);
+
+G_END_DECLS

@@ -1,0 +1,51 @@
+/* backend.h — what the runtime (runtime.c) asks of the CPU backend
+ * (cpu-backend.c) and the CUDA backend (cuda-backend.c). Internal to
+ * kernels/. */
+#pragma once
+
+#include "codegen.h"
+
+G_BEGIN_DECLS
+
+/* --- CPU ----------------------------------------------------------------------------- */
+
+typedef struct _PlCpuModule PlCpuModule;
+typedef void (*PlCpuKernelFn) (void *const *args);
+typedef void (*PlCpuIm2colFn) (const void *x, void *col, int64_t n, int64_t g);
+
+/* Compiles a translation unit with the system C compiler into
+ * cache_dir/<sha256 of compiler, flags and source>.so (reused when present:
+ * *cache_hit) and loads it. cache_dir NULL: $XDG_CACHE_HOME/passlab/kernels. */
+PlCpuModule *pl_cpu_module_compile (const char *source, const char *cache_dir, bool *cache_hit, GError **error);
+void        *pl_cpu_module_symbol  (PlCpuModule *m, const char *name);
+const char  *pl_cpu_module_path    (const PlCpuModule *m);
+void         pl_cpu_module_free    (PlCpuModule *m);
+/* The compiler command line used (for reports and tests). */
+const char  *pl_cpu_compiler_flags (void);
+
+/* (Batched) GEMM through BLAS: c = alpha * op(a) op(b). */
+void         pl_cpu_gemm           (const PlGemmDesc *g, const void *a, const void *b, void *c);
+/* Convolution: im2col (generated) + one GEMM per (image, group); col holds
+ * one im2col matrix (col_rows x col_cols), unused for 1x1 stride-1 convs. */
+void         pl_cpu_conv           (const PlConvDesc *c, const void *x, const void *w, void *y, void *col,
+                                    PlCpuIm2colFn im2col);
+/* Whether a convolution reads its input directly as the im2col matrix. */
+bool         pl_conv_is_pointwise  (const PlConvDesc *c);
+
+/* --- CUDA ---------------------------------------------------------------------------- */
+
+/* NVRTC: compiles CUDA C to PTX for arch ("compute_90"); loads libnvrtc on
+ * first use. Fails with PL_ERROR_UNSUPPORTED when libnvrtc is missing. */
+char        *pl_nvrtc_compile      (const char *source, const char *arch, size_t *ptx_size, GError **error);
+/* Whether NVRTC can be loaded (why not in *reason). */
+bool         pl_nvrtc_available    (char **reason);
+
+typedef struct _PlCudaContext PlCudaContext;
+/* The driver, a device and a context (opened once per process). */
+PlCudaContext *pl_cuda_get         (GError **error);
+bool         pl_cuda_available     (char **reason);
+int          pl_cuda_sm_count      (PlCudaContext *c);
+/* "compute_90" for the current device. */
+char        *pl_cuda_arch          (PlCudaContext *c);
+
+G_END_DECLS

@@ -1,0 +1,56 @@
+/* codegen.h — the code generators: C for the CPU (codegen-c.c) and CUDA C
+ * (codegen-cuda.c) from kernel plans, and the scalar-expression printer and
+ * helper prelude they share (codegen-expr.c). Internal to kernels/.
+ *
+ * Conventions of generated code: input slot k is `in<k>`, output slot k is
+ * `out<k>`, instruction i's value is `v<i>`, reduction r's result `red<r>`,
+ * loop coordinate k `c<k>`, the element's index within its row `ridx`. */
+#pragma once
+
+#include "kernel-plan.h"
+
+G_BEGIN_DECLS
+
+/* --- shared (codegen-expr.c) ------------------------------------------------------ */
+
+/* Helper functions and macros both languages use; PLK_FN must be defined
+ * first ("static inline" / "static __device__ __forceinline__"). */
+const char *pl_codegen_common_prelude (void);
+/* The C/CUDA expression computing instruction i (its operands printed as
+ * v<k>, red<r>, ridx). */
+char       *pl_codegen_expr           (const PlLoopPlan *lp, int i);
+/* A literal of the dtype (floats exactly, inf and nan through macros). */
+char       *pl_codegen_literal        (PlDType dtype, double f, int64_t i);
+/* "c0", "c1", ... */
+const char *const *pl_codegen_coord_names (void);
+
+/* --- C (codegen-c.c) --------------------------------------------------------------- */
+
+/* The start of a translation unit: includes and helpers. */
+char       *pl_codegen_c_prelude      (void);
+/* Appends the functions of plan p: `void <name> (void *const *args)` with
+ * args = input slots then output slots (LOOP, and the epilogue of GEMM/CONV),
+ * and for CONV `void <name>_im2col (const T *x, T *col, int64_t n, int64_t g)`.
+ * Returns false (nothing appended) for plans without generated code. */
+bool        pl_codegen_c_kernel       (GString *out, const PlKernelPlan *p);
+
+/* --- CUDA (codegen-cuda.c) --------------------------------------------------------- */
+
+typedef struct {
+  char    *entry;          /* the __global__ function, extern "C" */
+  int      block;          /* threads per block */
+  int64_t  grid;           /* blocks */
+  int      shared_bytes;   /* dynamic shared memory */
+  int64_t  scratch_bytes;  /* global scratch the kernel wants as its last argument (0: none) */
+} PlCudaLaunch;
+
+char       *pl_codegen_cuda_prelude   (void);
+/* Appends the kernels of plan p: for LOOP (and the epilogue of GEMM/CONV) one
+ * kernel taking (in0.., out0.., scratch) as pointers; for CONV also
+ * `<name>_conv (x, w, y)`, a direct convolution. launch[0] describes the loop
+ * kernel, launch[1] the convolution. n_sms sizes grids (0: assume 132).
+ * Returns the number of launches described (0: no generated code). */
+int         pl_codegen_cuda_kernel    (GString *out, const PlKernelPlan *p, int n_sms, PlCudaLaunch *launch);
+void        pl_cuda_launch_clear      (PlCudaLaunch *l);
+
+G_END_DECLS

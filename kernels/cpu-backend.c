@@ -1,0 +1,260 @@
+/* cpu-backend.c — the CPU backend's machinery: compiling a generated
+ * translation unit with the system C compiler into a cached shared object
+ * and loading it (dlopen), and the library calls (OpenBLAS GEMM,
+ * convolution as im2col + GEMM). This is how TorchInductor's CPU backend
+ * works (DESIGN.md §2.3).
+ *
+ * OpenMP's worker threads wait passively between kernels unless the user
+ * set OMP_WAIT_POLICY or GOMP_SPINCOUNT: spinning workers steal the cores
+ * from the BLAS threads and from everything else on a shared machine (on a
+ * loaded 2-core machine a 64x512x128 GEMM after a parallel kernel took 20 ms
+ * instead of 0.3 ms). libgomp reads the variable when it is first loaded,
+ * which is our first dlopen.
+ *
+ * The cache key is the SHA-256 of the compiler's identity (`cc --version`),
+ * the flags and the source, so a compiler upgrade or a flag change never
+ * reuses a stale object. Objects are written under a temporary name and
+ * renamed, so concurrent processes never load a half-written file.
+ */
+#define G_LOG_DOMAIN "passlab"
+#include "backend.h"
+
+#include <cblas.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+/* -fno-trapping-math lets loops with comparisons and selects vectorize and
+ * -fno-math-errno lets sqrt inline; neither changes any value computed. */
+#define CFLAGS "-O3 -march=native -fopenmp -fno-trapping-math -fno-math-errno -fPIC -shared -w"
+
+struct _PlCpuModule {
+  void *handle;
+  char *path;
+};
+
+const char *
+pl_cpu_compiler_flags (void)
+{
+  return CFLAGS;
+}
+
+static const char *
+compiler (void)
+{
+  const char *cc = g_getenv ("PASSLAB_CC");
+  return cc && *cc ? cc : "cc";
+}
+
+/* `cc --version`'s first line, once per process. */
+static const char *
+compiler_identity (void)
+{
+  static char *id;
+  static GMutex lock;
+  g_mutex_lock (&lock);
+  if (!id)
+    {
+      const char *argv[] = { compiler (), "--version", NULL };
+      g_autofree char *out = NULL;
+      int status = 0;
+      if (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                        &out, NULL, &status, NULL) && out)
+        {
+          char *nl = strchr (out, '\n');
+          if (nl)
+            *nl = '\0';
+          id = g_strdup (out);
+        }
+      else
+        id = g_strdup ("");
+    }
+  g_mutex_unlock (&lock);
+  return id;
+}
+
+static char *
+default_cache_dir (void)
+{
+  return g_build_filename (g_get_user_cache_dir (), "passlab", "kernels", NULL);
+}
+
+/* The first lines of the compiler's messages, for an error people can read. */
+static char *
+first_lines (const char *text, int n)
+{
+  g_auto (GStrv) lines = g_strsplit (text ? text : "", "\n", n + 1);
+  if (g_strv_length (lines) > (guint) n)
+    {
+      g_free (lines[n]);
+      lines[n] = NULL;
+    }
+  return g_strjoinv ("\n", lines);
+}
+
+PlCpuModule *
+pl_cpu_module_compile (const char *source, const char *cache_dir, bool *cache_hit, GError **error)
+{
+  g_autofree char *dir = cache_dir ? g_strdup (cache_dir) : default_cache_dir ();
+  if (g_mkdir_with_parents (dir, 0755) != 0)
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_IO, "cannot create the kernel cache %s: %s", dir, g_strerror (errno));
+      return NULL;
+    }
+  g_autofree char *keytext = g_strdup_printf ("%s\n%s %s\n%s", compiler_identity (), compiler (), CFLAGS, source);
+  g_autofree char *hash = g_compute_checksum_for_string (G_CHECKSUM_SHA256, keytext, -1);
+  g_autofree char *base = g_strdup_printf ("k%.32s", hash);
+  g_autofree char *so = g_strdup_printf ("%s/%s.so", dir, base);
+  g_autofree char *src = g_strdup_printf ("%s/%s.c", dir, base);
+  if (cache_hit)
+    *cache_hit = g_file_test (so, G_FILE_TEST_EXISTS);
+
+  if (!g_file_test (so, G_FILE_TEST_EXISTS))
+    {
+      if (!g_file_set_contents (src, source, -1, error))
+        return NULL;
+      g_autofree char *tmp = g_strdup_printf ("%s/%s.%d.tmp.so", dir, base, (int) getpid ());
+      g_auto (GStrv) flags = g_strsplit (CFLAGS, " ", -1);
+      g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+      g_ptr_array_add (argv, (gpointer) compiler ());
+      for (int i = 0; flags[i]; i++)
+        g_ptr_array_add (argv, flags[i]);
+      g_ptr_array_add (argv, (gpointer) "-o");
+      g_ptr_array_add (argv, tmp);
+      g_ptr_array_add (argv, src);
+      g_ptr_array_add (argv, (gpointer) "-lm");
+      g_ptr_array_add (argv, NULL);
+      g_autofree char *err = NULL;
+      int status = 0;
+      g_autoptr (GError) local = NULL;
+      /* plain ASCII messages */
+      g_auto (GStrv) env = g_environ_setenv (g_get_environ (), "LC_ALL", "C", TRUE);
+      if (!g_spawn_sync (NULL, (char **) argv->pdata, env, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
+                         NULL, NULL, &err, &status, &local))
+        {
+          g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "cannot run the C compiler '%s': %s", compiler (),
+                       local->message);
+          return NULL;
+        }
+      if (!g_spawn_check_wait_status (status, NULL))
+        {
+          g_autofree char *msg = first_lines (err, 20);
+          g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "the C compiler failed on %s:\n%s", src, msg);
+          g_unlink (tmp);
+          return NULL;
+        }
+      if (g_rename (tmp, so) != 0)
+        {
+          g_set_error (error, PL_ERROR, PL_ERROR_IO, "cannot write %s: %s", so, g_strerror (errno));
+          g_unlink (tmp);
+          return NULL;
+        }
+    }
+  static gsize policy_once;
+  if (g_once_init_enter (&policy_once))
+    {
+      if (!g_getenv ("OMP_WAIT_POLICY") && !g_getenv ("GOMP_SPINCOUNT"))
+        g_setenv ("OMP_WAIT_POLICY", "passive", FALSE);
+      g_once_init_leave (&policy_once, 1);
+    }
+  /* Never unloaded: OpenMP's worker threads may still sit in its code. */
+  void *h = dlopen (so, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!h)
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "cannot load %s: %s", so, dlerror ());
+      return NULL;
+    }
+  PlCpuModule *m = g_new0 (PlCpuModule, 1);
+  m->handle = h;
+  m->path = g_steal_pointer (&so);
+  return m;
+}
+
+void *
+pl_cpu_module_symbol (PlCpuModule *m, const char *name)
+{
+  return dlsym (m->handle, name);
+}
+
+const char *
+pl_cpu_module_path (const PlCpuModule *m)
+{
+  return m->path;
+}
+
+void
+pl_cpu_module_free (PlCpuModule *m)
+{
+  if (!m)
+    return;
+  dlclose (m->handle);
+  g_free (m->path);
+  g_free (m);
+}
+
+/* --- BLAS ------------------------------------------------------------------------- */
+
+static void
+gemm_one (PlDType t, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const void *a, int64_t lda,
+          const void *b, int64_t ldb, void *c, int64_t ldc)
+{
+  if (t == PL_DTYPE_F64)
+    cblas_dgemm (CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint) M,
+                 (blasint) N, (blasint) K, alpha, a, (blasint) lda, b, (blasint) ldb, 0.0, c, (blasint) ldc);
+  else
+    cblas_sgemm (CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint) M,
+                 (blasint) N, (blasint) K, (float) alpha, a, (blasint) lda, b, (blasint) ldb, 0.0f, c, (blasint) ldc);
+}
+
+void
+pl_cpu_gemm (const PlGemmDesc *g, const void *a, const void *b, void *c)
+{
+  size_t es = g->dtype == PL_DTYPE_F64 ? 8 : 4;
+  int64_t lda = g->trans_a ? g->M : g->K, ldb = g->trans_b ? g->K : g->N;
+  for (int64_t bi = 0; bi < g->batch; bi++)
+    {
+      int64_t ao = 0, bo = 0, rest = bi;
+      for (int k = g->batch_rank - 1; k >= 0; k--)
+        {
+          int64_t ix = rest % g->batch_dims[k];
+          rest /= g->batch_dims[k];
+          ao += ix * g->a_strides[k];
+          bo += ix * g->b_strides[k];
+        }
+      gemm_one (g->dtype, g->trans_a, g->trans_b, g->M, g->N, g->K, g->alpha, (const char *) a + ao * es, lda,
+                (const char *) b + bo * es, ldb, (char *) c + bi * g->M * g->N * es, g->N);
+    }
+}
+
+bool
+pl_conv_is_pointwise (const PlConvDesc *c)
+{
+  for (int i = 0; i < c->n; i++)
+    if (c->kernel[i] != 1 || c->strides[i] != 1 || c->pads[i] || c->pads[c->n + i] || c->in[i] != c->out[i])
+      return false;
+  return true;
+}
+
+void
+pl_cpu_conv (const PlConvDesc *c, const void *x, const void *w, void *y, void *col, PlCpuIm2colFn im2col)
+{
+  size_t es = c->dtype == PL_DTYPE_F64 ? 8 : 4;
+  int64_t cg = c->c_in / c->group, mg = c->c_out / c->group;
+  bool direct = pl_conv_is_pointwise (c);
+  for (int64_t n = 0; n < c->batch; n++)
+    for (int64_t g = 0; g < c->group; g++)
+      {
+        const void *bmat = (const char *) x + (n * c->c_in + g * cg) * c->col_cols * es;
+        if (!direct)
+          {
+            im2col (x, col, n, g);
+            bmat = col;
+          }
+        gemm_one (c->dtype, false, false, mg, c->col_cols, c->col_rows, 1.0,
+                  (const char *) w + g * mg * c->col_rows * es, c->col_rows, bmat, c->col_cols,
+                  (char *) y + (n * c->c_out + g * mg) * c->col_cols * es, c->col_cols);
+      }
+}

@@ -1,0 +1,54 @@
+/* kernel-plan-private.h — the lowering context shared by kernel-plan.c (the
+ * planner: domain, passes, coalescing, library plans) and plan-ops.c (what
+ * each op computes at a multi-index). Internal to kernels/. */
+#pragma once
+
+#include "kernel-plan.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  PlKernelPlan *plan;
+  PlLoopPlan   *loop;
+  PlIdxArena   *arena;                   /* over the domain's coordinates */
+  int           rank;                    /* the domain D */
+  int64_t       dims[PL_MAX_RANK];
+  bool          reduced[PL_MAX_RANK];    /* reduced axes of D (rows kernels) */
+  bool          rows;                    /* the kernel has reductions */
+  const PlIdx  *coords[PL_MAX_RANK];     /* D's coordinates */
+  GHashTable   *members;                 /* PlNode* in the set */
+  GHashTable   *slots;                   /* PlValue* -> input slot + 1 */
+  GHashTable   *memo;                    /* "value@index" and instruction keys -> instr + 1 */
+  GHashTable   *node_reductions;         /* "node:k" -> REDUCED instr + 1 */
+  const PlNode *lib_node;                /* GEMM/CONV: the library op (its output is the raw result) */
+  PlValue      *lib_value;
+  char         *why;                     /* set on the first failure: why the set is not one kernel */
+} PlLower;
+
+/* --- instruction builders (kernel-plan.c); -1 after a failure ------------------ */
+int  pl_lower_fail     (PlLower *L, const char *fmt, ...) G_GNUC_PRINTF (2, 3);
+int  pl_lower_load     (PlLower *L, PlValue *v, const PlIdx *offset);
+int  pl_lower_slot     (PlLower *L, PlValue *v);   /* v's input slot (made on first use) */
+int  pl_lower_load_slot (PlLower *L, int slot, PlDType dtype, const PlIdx *offset);
+int  pl_lower_const    (PlLower *L, PlDType dtype, double v);
+int  pl_lower_unary    (PlLower *L, PlScalarOp op, int a);
+int  pl_lower_binary   (PlLower *L, PlScalarOp op, int a, int b);
+int  pl_lower_select   (PlLower *L, int cond, int a, int b);
+int  pl_lower_cast     (PlLower *L, int a, PlDType to);
+int  pl_lower_reduce   (PlLower *L, PlReduceKind kind, int arg, PlDType dtype, bool select_last);
+int  pl_lower_rindex   (PlLower *L);
+PlDType pl_lower_dtype (PlLower *L, int instr);
+
+/* --- per-op lowering (plan-ops.c) ---------------------------------------------- */
+/* The instruction computing value v at multi-index idx (v's rank entries). */
+int  pl_lower_value    (PlLower *L, PlValue *v, const PlIdx *const *idx);
+/* Whether node reduces rows of its input 0: the reduced axes (mask) of the
+ * input, false for ops that are not row reductions or whose axes are not
+ * known. */
+bool pl_lower_row_axes (const PlNode *node, bool *mask);
+/* The multi-index into a tensor of in_rank/in_dims broadcast (numpy rules)
+ * to out_rank at idx. */
+void pl_lower_broadcast_index (PlLower *L, const PlIdx *const *idx, int out_rank, int in_rank,
+                               const int64_t *in_dims, const PlIdx **out);
+
+G_END_DECLS

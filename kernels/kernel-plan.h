@@ -1,0 +1,185 @@
+/* kernel-plan.h — a backend-neutral plan of one kernel: a fusion body or a
+ * single op lowered to a small loop IR that codegen-c.c and codegen-cuda.c
+ * print. The design is explained at the top of kernel-plan.c.
+ *
+ * A LOOP plan iterates over a domain of loop dims. The first n_kept dims are
+ * the rows (for a pointwise kernel: every dim); the rest are reduced. Each
+ * row runs n_passes passes over its reduced elements; a pass computes the
+ * element values it needs as an SSA list of scalar instructions (loads with
+ * symbolic index functions, constants, math), accumulates the reductions of
+ * that pass and stores element outputs. Row values (reduction results and
+ * what is computed from them) are computed once per row between passes.
+ * Element values needed in several passes are materialized in a per-row
+ * scratch buffer (CPU: heap row buffer; CUDA: shared or global memory).
+ *
+ * GEMM and CONV plans are one library call plus an optional epilogue (a
+ * pointwise LOOP plan reading the library result). FALLBACK plans run the
+ * op's reference implementation; ALIAS plans (Reshape, Squeeze, ...) launch
+ * nothing: the output shares the input's buffer.
+ * Internal to kernels/.
+ */
+#pragma once
+
+#include "graph.h"
+#include "index-expr.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  /* leaves */
+  PL_SOP_LOAD,      /* input[slot][index] */
+  PL_SOP_CONST,     /* imm (floats) / imm_i (integers and bool) */
+  PL_SOP_REDUCED,   /* the result of reduction `reduction` for this row */
+  PL_SOP_RINDEX,    /* linear index of the element within its row (i64) */
+  /* unary: a[0] */
+  PL_SOP_NEG, PL_SOP_ABS, PL_SOP_EXP, PL_SOP_EXPM1, PL_SOP_LOG, PL_SOP_LOG1P, PL_SOP_SQRT,
+  PL_SOP_RECIP, PL_SOP_TANH, PL_SOP_ERF, PL_SOP_SIN, PL_SOP_COS, PL_SOP_TAN, PL_SOP_ASIN,
+  PL_SOP_ACOS, PL_SOP_ATAN, PL_SOP_SINH, PL_SOP_COSH, PL_SOP_ASINH, PL_SOP_ACOSH, PL_SOP_ATANH,
+  PL_SOP_FLOOR, PL_SOP_CEIL, PL_SOP_ROUND, PL_SOP_SIGMOID, PL_SOP_SIGN,
+  PL_SOP_NOT,       /* bool -> bool */
+  PL_SOP_ISNAN,     /* float -> bool */
+  PL_SOP_ISINF,     /* float -> bool; imm_i bit 0: detect negative, bit 1: positive */
+  PL_SOP_CAST,      /* a[0] converted to dtype (to bool: != 0) */
+  /* binary: a[0], a[1] of one dtype */
+  PL_SOP_ADD, PL_SOP_SUB, PL_SOP_MUL, PL_SOP_DIV, PL_SOP_POW,
+  PL_SOP_MAX, PL_SOP_MIN,           /* NaN-propagating, as numpy.maximum */
+  PL_SOP_EQ, PL_SOP_LT, PL_SOP_LE, PL_SOP_GT, PL_SOP_GE,   /* -> bool */
+  PL_SOP_AND, PL_SOP_OR, PL_SOP_XOR,                      /* bool */
+  /* ternary */
+  PL_SOP_SELECT,    /* a[0] (bool) ? a[1] : a[2] */
+  PL_SOP_COUNT
+} PlScalarOp;
+
+typedef enum {
+  PL_LEVEL_CONST,   /* the same everywhere */
+  PL_LEVEL_ROW,     /* depends on the row only */
+  PL_LEVEL_ELEM,    /* depends on the element within the row */
+} PlLevel;
+
+typedef struct {
+  PlScalarOp   op;
+  PlDType      dtype;      /* of the result */
+  int          a[3];
+  int          n_args;
+  double       imm;
+  int64_t      imm_i;
+  int          slot;       /* LOAD */
+  const PlIdx *index;      /* LOAD: element offset */
+  int          reduction;  /* REDUCED */
+  /* set by the planner */
+  PlLevel      level;
+  int          phase;      /* first pass where it can be computed */
+  guint32      passes;     /* passes that need it (bit mask) */
+  int          scratch;    /* >= 0: materialized in this scratch row */
+  bool         used;
+} PlInstr;
+
+typedef enum {
+  PL_RED_SUM, PL_RED_PROD, PL_RED_MAX, PL_RED_MIN, PL_RED_ARGMAX, PL_RED_ARGMIN,
+} PlReduceKind;
+
+typedef struct {
+  PlReduceKind kind;
+  int          arg;          /* element instruction accumulated */
+  PlDType      dtype;        /* accumulator and result (ARGMAX/ARGMIN: i64; arg keeps its own) */
+  bool         select_last;  /* ARGMAX/ARGMIN ties */
+  int          pass;
+} PlReduction;
+
+typedef struct {
+  int          slot;     /* output slot */
+  int          value;    /* instruction stored */
+  const PlIdx *index;
+  PlLevel      level;    /* ELEM: in pass `pass`; ROW: after the last pass */
+  int          pass;
+} PlStore;
+
+typedef struct {
+  int          rank;                 /* loop dims */
+  int64_t      dims[PL_MAX_RANK];
+  int          n_kept;               /* dims[0..n_kept) are rows, the rest reduced */
+  int64_t      n_rows, row_len;
+  int64_t      total;                /* n_rows * row_len */
+  GArray      *instrs;               /* PlInstr, in dependency order */
+  GArray      *reductions;           /* PlReduction */
+  GArray      *stores;               /* PlStore */
+  int          n_passes;
+  int          n_scratch;            /* materialized element values per row */
+  PlDType      scratch_dtype;        /* widest materialized type (scratch rows hold values as this) */
+  PlIdxArena  *arena;
+  /* thread mapping (stitch attributes of the fusion node; 0: choose) */
+  int          block_size, rows_per_block, blocks_per_row;
+} PlLoopPlan;
+
+typedef enum {
+  PL_PLAN_LOOP,      /* one generated loop kernel */
+  PL_PLAN_GEMM,      /* a (batched) GEMM + epilogue */
+  PL_PLAN_CONV,      /* a convolution (im2col + GEMM on the CPU) + epilogue */
+  PL_PLAN_ALIAS,     /* the output is the input (Reshape, Squeeze, Identity, ...) */
+  PL_PLAN_FALLBACK,  /* the op's reference implementation on host tensors */
+} PlPlanKind;
+
+typedef struct {
+  PlDType  dtype;
+  int64_t  M, N, K;
+  bool     trans_a, trans_b;   /* op(A) is M x K, op(B) is K x N; row-major storage */
+  double   alpha;
+  int      batch_rank;          /* output batch dims */
+  int64_t  batch_dims[PL_MAX_RANK];
+  int64_t  a_strides[PL_MAX_RANK], b_strides[PL_MAX_RANK];   /* element strides per batch dim (0: broadcast) */
+  int64_t  batch;               /* product of batch_dims */
+  int      a_slot, b_slot;
+} PlGemmDesc;
+
+typedef struct {
+  PlDType  dtype;
+  int      n;                   /* spatial dims */
+  int64_t  batch, c_in, c_out, group;
+  int64_t  in[PL_MAX_RANK], kernel[PL_MAX_RANK], out[PL_MAX_RANK];
+  int64_t  strides[PL_MAX_RANK], dilations[PL_MAX_RANK], pads[2 * PL_MAX_RANK];
+  int64_t  col_rows, col_cols;  /* im2col matrix of one (image, group): (C/g * prod kernel) x prod out */
+  int      x_slot, w_slot;
+} PlConvDesc;
+
+typedef struct _PlKernelPlan PlKernelPlan;
+struct _PlKernelPlan {
+  PlPlanKind    kind;
+  char         *name;        /* C identifier, unique in one executable */
+  char         *ops;         /* "Sub+Pow+ReduceMean" */
+  int           n_ops;
+  GPtrArray    *inputs;      /* PlValue*: the value each input slot reads (the lowered graph's) */
+  GPtrArray    *outputs;     /* PlValue*: the value each output slot writes */
+  PlLoopPlan   *loop;        /* LOOP; GEMM/CONV: the epilogue or NULL */
+  PlGemmDesc    gemm;
+  PlConvDesc    conv;
+  int           lib_slot;    /* GEMM/CONV with an epilogue: the input slot holding the library result */
+  bool          in_place;    /* GEMM/CONV: the library writes output 0; the epilogue updates it in place */
+  const PlNode *node;        /* FALLBACK / ALIAS: the op */
+  int64_t       flops;
+  char         *note;        /* why a fallback, the library call, ... */
+};
+
+/* Plans the kernel of one top-level node: a fusion node's body, or a single
+ * op. A single op that cannot be generated becomes a FALLBACK plan (note
+ * says why); a fusion body that is not one kernel fails with
+ * PL_ERROR_UNSUPPORTED (the runtime then runs its body node by node). */
+PlKernelPlan *pl_kernel_plan_for_node (const char *name, const PlNode *node, GError **error);
+/* Plans nodes[n_nodes] (topological order) writing outputs[n_outputs]; values
+ * no node of the set produces are inputs. hints (may be NULL) is the fusion
+ * node whose stitch attributes set the thread mapping. */
+PlKernelPlan *pl_kernel_plan_new      (const char *name, PlNode *const *nodes, int n_nodes,
+                                       PlValue *const *outputs, int n_outputs, const PlNode *hints,
+                                       GError **error);
+/* A FALLBACK plan for node (a fusion node runs its body in the interpreter). */
+PlKernelPlan *pl_kernel_plan_fallback (const char *name, const PlNode *node, const char *why);
+void          pl_kernel_plan_free     (PlKernelPlan *p);
+/* A readable dump of the loop IR (tests, --show-source). */
+char         *pl_kernel_plan_dump     (const PlKernelPlan *p);
+
+/* The C type name of a dtype in generated code ("float", "int64_t", ...);
+ * NULL when code generation does not handle it (f16, bf16). */
+const char   *pl_plan_ctype           (PlDType d);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (PlKernelPlan, pl_kernel_plan_free)
+
+G_END_DECLS

@@ -1,0 +1,108 @@
+/* runtime-private.h — the executable's insides, shared by runtime.c
+ * (building: kernel plans, buffers, the memory plan, compiling) and
+ * runtime-run.c (running: launches, timings, the memory timeline, reports).
+ * Internal to kernels/. */
+#pragma once
+
+#include "backend.h"
+#include "runtime.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  BUF_INPUT,   /* a graph input: the caller's tensor (cpu), uploaded (cuda) */
+  BUF_CONST,   /* constant data: the graph's tensor (cpu), uploaded once (cuda) */
+  BUF_TEMP,    /* produced by a step: a place in the arena */
+  BUF_ALIAS,   /* shares the memory of buffer `alias_of` (a view) */
+} BufKind;
+
+typedef struct {
+  BufKind    kind;
+  PlDType    dtype;
+  int        rank;
+  int64_t    dims[PL_MAX_RANK];
+  int64_t    bytes;
+  PlTensor  *constant;      /* CONST */
+  int        input_index;   /* INPUT */
+  int        alias_of;      /* ALIAS */
+  int        first, last;   /* the steps that make it and read it last (roots: over all aliases) */
+  int64_t    offset;        /* in the arena (TEMP, and INPUT on cuda); -1 when not there */
+  guint64    device;        /* cuda: CONST allocations */
+  const char *name;
+} Buffer;
+
+typedef struct {
+  PlKernelPlan   *plan;
+  int            *in_bufs;     /* per input slot (lib_slot: -1, bound at run time) */
+  int            *out_bufs;    /* per output slot (-1 for an omitted output) */
+  int             lib_buf;     /* GEMM/CONV with an epilogue, not in place: the raw result */
+  int             col_buf;     /* CONV on the cpu: the im2col matrix */
+  int             scratch_buf; /* cuda rows kernels: global scratch */
+  int             entry;       /* the kernel-table row it belongs to */
+  const PlNode   *node;        /* the node it runs (a body node when its fusion was split) */
+  PlCpuKernelFn   fn;
+  PlCpuIm2colFn   im2col;
+  gpointer        cu_fn[2];    /* cuda: loop kernel, convolution */
+  PlCudaLaunch    launch[2];
+  char           *source;      /* the generated code of this step */
+} Step;
+
+typedef struct {
+  char    *name;
+  guint32  node_id;
+  char    *ops;
+  int      n_ops;
+  char    *kind;       /* "loop", "input", "library", "op", "fallback", ... */
+  char    *note;
+  bool     library, fallback;
+  int64_t  bytes, flops;
+  int      first_step, n_steps;
+} Entry;
+
+struct _PlExecutable {
+  const PlGraph    *g;
+  PlBackend         backend;
+  char             *cache_dir;
+  int               threads;
+  bool              generate_only;
+  GPtrArray        *plans;       /* PlKernelPlan*, owned */
+  GArray           *bufs;        /* Buffer */
+  GArray           *steps;       /* Step */
+  GArray           *entries;     /* Entry */
+  GHashTable       *buf_of;      /* PlValue* -> buffer + 1 */
+  int              *output_bufs; /* per graph output */
+  int64_t           arena_bytes;
+  int64_t           peak_bytes;  /* most bytes live at once (without fragmentation) */
+  char             *source;      /* the whole translation unit */
+  bool              cache_hit;
+  /* cpu */
+  PlCpuModule      *cpu;
+  void             *arena;
+  /* cuda */
+  PlCudaContext    *cuda;
+  gpointer          cu_module;
+  guint64           cu_arena;
+};
+
+/* runtime-run.c */
+PlTensor **pl_runtime_run_reference (PlExecutable *e, PlTensor *const *inputs, int repeat, PlRunReport **report,
+                                     GError **error);
+PlTensor **pl_runtime_run_compiled  (PlExecutable *e, PlTensor *const *inputs, int repeat, PlRunReport **report,
+                                     GError **error);
+
+/* cuda-backend.c: the driver API the runtime uses */
+gpointer pl_cuda_module_load   (PlCudaContext *c, const char *ptx, GError **error);
+gpointer pl_cuda_function      (PlCudaContext *c, gpointer module, const char *name, GError **error);
+guint64  pl_cuda_alloc         (PlCudaContext *c, size_t bytes, GError **error);
+void     pl_cuda_free          (PlCudaContext *c, guint64 ptr);
+bool     pl_cuda_upload        (PlCudaContext *c, guint64 dst, const void *src, size_t bytes, GError **error);
+bool     pl_cuda_download      (PlCudaContext *c, void *dst, guint64 src, size_t bytes, GError **error);
+bool     pl_cuda_launch        (PlCudaContext *c, gpointer fn, const PlCudaLaunch *l, void **params, GError **error);
+bool     pl_cuda_gemm          (PlCudaContext *c, const PlGemmDesc *g, guint64 a, guint64 b, guint64 out, GError **error);
+/* Timing: events recorded on the stream; elapsed milliseconds between two. */
+bool     pl_cuda_events        (PlCudaContext *c, int n, GError **error);
+bool     pl_cuda_record        (PlCudaContext *c, int event, GError **error);
+bool     pl_cuda_elapsed       (PlCudaContext *c, int from, int to, float *ms, GError **error);
+bool     pl_cuda_sync          (PlCudaContext *c, GError **error);
+
+G_END_DECLS

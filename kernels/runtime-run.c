@@ -1,0 +1,570 @@
+/* runtime-run.c — running an executable: one launch per step, library
+ * calls, fallbacks on host tensors, a timing per launch (clock_gettime on
+ * the CPU, CUDA events on the GPU), one warm-up run then `repeat` timed
+ * runs, and the report: per-kernel medians, the last run's launches and its
+ * memory in use over time. The reference backend runs the interpreter with
+ * a per-node hook instead.
+ */
+#define G_LOG_DOMAIN "passlab"
+#include "runtime-private.h"
+
+#include "interp.h"
+#include "schedule.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+static double
+now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}
+
+static Buffer *
+buf (PlExecutable *e, int b)
+{
+  return &g_array_index (e->bufs, Buffer, b);
+}
+
+static Step *
+step_at (PlExecutable *e, int s)
+{
+  return &g_array_index (e->steps, Step, s);
+}
+
+static int
+root_of (PlExecutable *e, int b)
+{
+  while (b >= 0 && buf (e, b)->kind == BUF_ALIAS)
+    b = buf (e, b)->alias_of;
+  return b;
+}
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+static double
+median (double *v, int n)
+{
+  qsort (v, (size_t) n, sizeof (double), cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static bool
+check_inputs (const PlGraph *g, PlTensor *const *inputs, GError **error)
+{
+  for (guint i = 0; i < g->inputs->len; i++)
+    {
+      const PlValue *v = g->inputs->pdata[i];
+      const PlTensor *t = inputs ? inputs[i] : NULL;
+      bool ok = t && t->dtype == v->dtype && t->rank == v->shape.rank;
+      for (int k = 0; ok && k < t->rank; k++)
+        ok = t->dims[k] == v->shape.dims[k].size;
+      if (!ok)
+        {
+          g_autofree char *want = pl_shape_to_string (&v->shape);
+          g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "input '%s' must be %s%s", v->name, pl_dtype_name (v->dtype), want);
+          return false;
+        }
+    }
+  return true;
+}
+
+/* --- buffers as memory --------------------------------------------------------------- */
+
+static void *
+host_ptr (PlExecutable *e, int b, PlTensor *const *inputs)
+{
+  Buffer *r = buf (e, root_of (e, b));
+  switch (r->kind)
+    {
+    case BUF_INPUT: return inputs[r->input_index]->data;
+    case BUF_CONST: return r->constant->data;
+    default: return (char *) e->arena + r->offset;
+    }
+}
+
+static guint64
+dev_ptr (PlExecutable *e, int b)
+{
+  Buffer *r = buf (e, root_of (e, b));
+  return r->kind == BUF_CONST ? r->device : e->cu_arena + (guint64) r->offset;
+}
+
+/* A host tensor with buffer b's type and shape and contents. */
+static PlTensor *
+buffer_tensor (PlExecutable *e, int b, PlTensor *const *inputs, GError **error)
+{
+  Buffer *x = buf (e, b);
+  Buffer *r = buf (e, root_of (e, b));
+  if (r->kind == BUF_CONST && x->rank == r->constant->rank && x->dtype == r->constant->dtype)
+    return pl_tensor_ref (r->constant);
+  PlTensor *t = pl_tensor_new (x->dtype, x->rank, x->dims, error);
+  if (!t)
+    return NULL;
+  if (e->backend == PL_BACKEND_CPU)
+    memcpy (t->data, host_ptr (e, b, inputs), pl_tensor_nbytes (t));
+  else if (!pl_cuda_download (e->cuda, t->data, dev_ptr (e, b), pl_tensor_nbytes (t), error))
+    {
+      pl_tensor_unref (t);
+      return NULL;
+    }
+  return t;
+}
+
+static bool
+store_tensor (PlExecutable *e, int b, const PlTensor *t, GError **error)
+{
+  Buffer *x = buf (e, b);
+  if (!t || (int64_t) pl_tensor_nbytes (t) != x->bytes || t->dtype != x->dtype)
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "a fallback produced the wrong type for '%s'", x->name);
+      return false;
+    }
+  if (e->backend == PL_BACKEND_CPU)
+    {
+      memcpy ((char *) e->arena + buf (e, root_of (e, b))->offset, t->data, pl_tensor_nbytes (t));
+      return true;
+    }
+  return pl_cuda_upload (e->cuda, dev_ptr (e, b), t->data, pl_tensor_nbytes (t), error);
+}
+
+/* The op's reference implementation on host copies of its inputs. */
+static bool
+run_fallback (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
+{
+  const PlNode *node = st->node;
+  PlKernelPlan *p = st->plan;
+  int slots = MAX ((int) p->inputs->len, pl_op_info (node->op)->max_inputs);
+  g_autofree PlTensor **ins = g_new0 (PlTensor *, MAX (slots, 1));
+  g_autofree PlTensor **outs = g_new0 (PlTensor *, MAX (node->n_outputs, 1));
+  bool ok = true;
+  for (guint k = 0; k < p->inputs->len && ok; k++)
+    if (st->in_bufs[k] >= 0)
+      ok = (ins[k] = buffer_tensor (e, st->in_bufs[k], inputs, error)) != NULL;
+  if (ok)
+    {
+      if (node->body)
+        {
+          PlTensor **r = pl_interp_run (node->body, ins, NULL, error);
+          ok = r != NULL;
+          for (int k = 0; ok && k < node->n_outputs; k++)
+            outs[k] = r[k];
+          g_free (r);
+        }
+      else
+        ok = pl_op_info (node->op)->eval (node, ins, outs, error);
+    }
+  for (guint k = 0; ok && k < p->outputs->len; k++)
+    if (st->out_bufs[k] >= 0)
+      ok = store_tensor (e, st->out_bufs[k], outs[k], error);
+  for (int k = 0; k < slots; k++)
+    if (ins[k])
+      pl_tensor_unref (ins[k]);
+  for (int k = 0; k < node->n_outputs; k++)
+    if (outs[k])
+      pl_tensor_unref (outs[k]);
+  return ok;
+}
+
+/* --- one step on the cpu -------------------------------------------------------------- */
+
+static bool
+exec_cpu (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
+{
+  PlKernelPlan *p = st->plan;
+  if (p->kind == PL_PLAN_FALLBACK)
+    return run_fallback (e, st, inputs, error);
+  if (p->kind == PL_PLAN_ALIAS)
+    return true;
+  int n_in = (int) p->inputs->len, n_out = (int) p->outputs->len;
+  /* no allocation per launch for the common case */
+  void *small[32] = { NULL };
+  g_autofree void **big = n_in + n_out + 1 > 32 ? g_new0 (void *, n_in + n_out + 1) : NULL;
+  void **args = big ? big : small;
+  for (int k = 0; k < n_in; k++)
+    if (st->in_bufs[k] >= 0)
+      args[k] = host_ptr (e, st->in_bufs[k], inputs);
+  for (int k = 0; k < n_out; k++)
+    if (st->out_bufs[k] >= 0)
+      args[n_in + k] = host_ptr (e, st->out_bufs[k], inputs);
+  if (p->kind == PL_PLAN_GEMM || p->kind == PL_PLAN_CONV)
+    {
+      void *target = !p->loop || p->in_place ? args[n_in] : host_ptr (e, st->lib_buf, inputs);
+      if (p->kind == PL_PLAN_GEMM)
+        pl_cpu_gemm (&p->gemm, args[p->gemm.a_slot], args[p->gemm.b_slot], target);
+      else
+        pl_cpu_conv (&p->conv, args[p->conv.x_slot], args[p->conv.w_slot], target,
+                     st->col_buf >= 0 ? host_ptr (e, st->col_buf, inputs) : NULL, st->im2col);
+      if (p->lib_slot >= 0)
+        args[p->lib_slot] = target;
+    }
+  if (st->fn)
+    st->fn (args);
+  return true;
+}
+
+/* --- one step on the gpu --------------------------------------------------------------- */
+
+static bool
+exec_cuda (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
+{
+  PlKernelPlan *p = st->plan;
+  if (p->kind == PL_PLAN_FALLBACK)
+    return pl_cuda_sync (e->cuda, error) && run_fallback (e, st, inputs, error);
+  if (p->kind == PL_PLAN_ALIAS)
+    return true;
+  int n_in = (int) p->inputs->len, n_out = (int) p->outputs->len;
+  g_autofree guint64 *ptr = g_new0 (guint64, n_in + n_out + 1);
+  g_autofree void **params = g_new0 (void *, n_in + n_out + 1);
+  for (int k = 0; k < n_in; k++)
+    if (st->in_bufs[k] >= 0)
+      ptr[k] = dev_ptr (e, st->in_bufs[k]);
+  for (int k = 0; k < n_out; k++)
+    if (st->out_bufs[k] >= 0)
+      ptr[n_in + k] = dev_ptr (e, st->out_bufs[k]);
+  ptr[n_in + n_out] = st->scratch_buf >= 0 ? dev_ptr (e, st->scratch_buf) : 0;
+  if (p->kind == PL_PLAN_GEMM || p->kind == PL_PLAN_CONV)
+    {
+      guint64 target = !p->loop || p->in_place ? ptr[n_in] : dev_ptr (e, st->lib_buf);
+      if (p->kind == PL_PLAN_GEMM)
+        {
+          if (!pl_cuda_gemm (e->cuda, &p->gemm, ptr[p->gemm.a_slot], ptr[p->gemm.b_slot], target, error))
+            return false;
+        }
+      else
+        {
+          guint64 cp[3] = { ptr[p->conv.x_slot], ptr[p->conv.w_slot], target };
+          void *cparams[3] = { &cp[0], &cp[1], &cp[2] };
+          if (!pl_cuda_launch (e->cuda, st->cu_fn[1], &st->launch[1], cparams, error))
+            return false;
+        }
+      if (p->lib_slot >= 0)
+        ptr[p->lib_slot] = target;
+    }
+  if (!st->cu_fn[0])
+    return true;
+  for (int k = 0; k <= n_in + n_out; k++)
+    params[k] = &ptr[k];
+  return pl_cuda_launch (e->cuda, st->cu_fn[0], &st->launch[0], params, error);
+}
+
+/* --- runs ------------------------------------------------------------------------------- */
+
+/* The bytes allocated when step s starts and freed when it ends (s = -1: the inputs). */
+static void
+memory_deltas (PlExecutable *e, int64_t *alloc, int64_t *freed)
+{
+  int n = (int) e->steps->len;
+  for (guint i = 0; i < e->bufs->len; i++)
+    {
+      Buffer *b = buf (e, (int) i);
+      if ((b->kind != BUF_TEMP && b->kind != BUF_INPUT) || b->last < 0 || (b->kind == BUF_TEMP && b->first < 0))
+        continue;
+      int first = b->kind == BUF_INPUT ? -1 : b->first;
+      alloc[first + 1] += b->bytes;
+      if (b->last < n)
+        freed[b->last + 1] += b->bytes;
+    }
+}
+
+static PlRunReport *
+make_report (PlExecutable *e, int runs, const double *dur, const double *start, const double *total)
+{
+  int n_steps = (int) e->steps->len, n_entries = (int) e->entries->len, timed = runs - 1;
+  PlRunReport *r = g_new0 (PlRunReport, 1);
+  r->backend = e->backend;
+  r->repeats = timed;
+  r->n_kernels = n_entries;
+  r->kernels = g_new0 (PlKernelTiming, MAX (n_entries, 1));
+  g_autofree double *per = g_new0 (double, MAX (timed, 1));
+  for (int i = 0; i < n_entries; i++)
+    {
+      Entry *en = &g_array_index (e->entries, Entry, i);
+      PlKernelTiming *k = &r->kernels[i];
+      for (int run = 1; run < runs; run++)
+        {
+          per[run - 1] = 0;
+          for (int s = en->first_step; s < en->first_step + en->n_steps; s++)
+            per[run - 1] += dur[run * n_steps + s];
+        }
+      k->name = g_strdup (en->name);
+      k->node_id = en->node_id;
+      k->ops = g_strdup (en->ops);
+      k->n_ops = en->n_ops;
+      k->library = en->library;
+      k->fallback = en->fallback;
+      k->kind = g_strdup (en->kind);
+      k->note = g_strdup (en->note);
+      k->n_launches = en->n_steps;
+      k->bytes = en->bytes;
+      k->flops = en->flops;
+      k->median_ms = median (per, timed);
+      k->min_ms = per[0];
+      k->gbps = k->median_ms > 0 ? (double) k->bytes / (k->median_ms * 1e6) : 0;
+    }
+  g_autofree double *tot = g_memdup2 (total + 1, sizeof (double) * MAX (timed, 1));
+  r->total_ms = median (tot, timed);
+
+  /* the last run's launches and memory */
+  int last = runs - 1;
+  r->events = g_new0 (PlTraceEvent, MAX (n_steps, 1));
+  for (int s = 0; s < n_steps; s++)
+    {
+      Step *st = step_at (e, s);
+      if (st->plan->kind == PL_PLAN_ALIAS)
+        continue;
+      Entry *en = &g_array_index (e->entries, Entry, st->entry);
+      PlTraceEvent *ev = &r->events[r->n_events++];
+      ev->kernel = st->entry;
+      ev->name = g_strdup (en->n_steps > 1 ? st->node->name : en->name);
+      ev->start_ms = start[s];
+      ev->dur_ms = dur[last * n_steps + s];
+    }
+  g_autofree int64_t *alloc = g_new0 (int64_t, n_steps + 2);
+  g_autofree int64_t *freed = g_new0 (int64_t, n_steps + 2);
+  memory_deltas (e, alloc, freed);
+  r->memory = g_new0 (PlMemorySample, 2 * n_steps + 2);
+  int64_t in_use = alloc[0];
+  r->memory[r->n_memory++] = (PlMemorySample) { 0.0, in_use };
+  for (int s = 0; s < n_steps; s++)
+    {
+      in_use += alloc[s + 1];
+      r->memory[r->n_memory++] = (PlMemorySample) { start[s], in_use };
+      r->peak_bytes = MAX (r->peak_bytes, in_use);
+      in_use -= freed[s + 1];
+      r->memory[r->n_memory++] = (PlMemorySample) { start[s] + dur[last * n_steps + s], in_use };
+    }
+  r->peak_bytes = MAX (r->peak_bytes, alloc[0]);
+  r->arena_bytes = e->arena_bytes;
+  for (guint i = 0; i < e->bufs->len; i++)
+    if (buf (e, (int) i)->kind == BUF_CONST)
+      r->param_bytes += buf (e, (int) i)->bytes;
+  return r;
+}
+
+static bool
+upload_inputs (PlExecutable *e, PlTensor *const *inputs, GError **error)
+{
+  for (guint i = 0; i < e->bufs->len; i++)
+    {
+      Buffer *b = buf (e, (int) i);
+      if (b->kind == BUF_INPUT && b->offset >= 0 &&
+          !pl_cuda_upload (e->cuda, e->cu_arena + (guint64) b->offset, inputs[b->input_index]->data, (size_t) b->bytes, error))
+        return false;
+    }
+  return true;
+}
+
+/* One run; dur/start (per step, ms) filled. */
+static bool
+run_once (PlExecutable *e, PlTensor *const *inputs, double *dur, double *start, double *total, GError **error)
+{
+  int n = (int) e->steps->len;
+  bool cuda = e->backend == PL_BACKEND_CUDA;
+  double t0 = now_ms ();
+  if (cuda && !pl_cuda_record (e->cuda, 0, error))
+    return false;
+  for (int s = 0; s < n; s++)
+    {
+      Step *st = step_at (e, s);
+      if (cuda)
+        {
+          if (!pl_cuda_record (e->cuda, 2 * s + 1, error) || !exec_cuda (e, st, inputs, error) ||
+              !pl_cuda_record (e->cuda, 2 * s + 2, error))
+            return false;
+          continue;
+        }
+      double a = now_ms ();
+      if (!exec_cpu (e, st, inputs, error))
+        return false;
+      double b = now_ms ();
+      start[s] = a - t0;
+      dur[s] = b - a;
+    }
+  if (cuda)
+    {
+      if (!pl_cuda_sync (e->cuda, error))
+        return false;
+      float ms = 0;
+      for (int s = 0; s < n; s++)
+        {
+          if (!pl_cuda_elapsed (e->cuda, 0, 2 * s + 1, &ms, error))
+            return false;
+          start[s] = ms;
+          if (!pl_cuda_elapsed (e->cuda, 2 * s + 1, 2 * s + 2, &ms, error))
+            return false;
+          dur[s] = ms;
+        }
+      *total = n ? start[n - 1] + dur[n - 1] : 0;
+      return true;
+    }
+  *total = now_ms () - t0;
+  return true;
+}
+
+static PlTensor **
+collect_outputs (PlExecutable *e, PlTensor *const *inputs, GError **error)
+{
+  const PlGraph *g = e->g;
+  PlTensor **outs = g_new0 (PlTensor *, g->outputs->len + 1);
+  for (guint i = 0; i < g->outputs->len; i++)
+    {
+      outs[i] = buffer_tensor (e, e->output_bufs[i], inputs, error);
+      if (!outs[i])
+        {
+          pl_interp_free_outputs (outs, (int) i);
+          return NULL;
+        }
+      if (outs[i]->ref_count > 1)
+        {
+          /* a constant output: hand out a copy, as the interpreter would a new tensor */
+          PlTensor *c = pl_tensor_copy (outs[i]);
+          pl_tensor_unref (outs[i]);
+          outs[i] = c;
+        }
+    }
+  return outs;
+}
+
+PlTensor **
+pl_runtime_run_compiled (PlExecutable *e, PlTensor *const *inputs, int repeat, PlRunReport **report, GError **error)
+{
+  if (!check_inputs (e->g, inputs, error))
+    return NULL;
+  if (e->backend == PL_BACKEND_CPU && !e->arena)
+    e->arena = g_malloc0 ((gsize) MAX (e->arena_bytes, 64));
+  int n = (int) e->steps->len, runs = 1 + repeat;
+  g_autofree double *dur = g_new0 (double, (gsize) runs * MAX (n, 1));
+  g_autofree double *start = g_new0 (double, MAX (n, 1));
+  g_autofree double *total = g_new0 (double, runs);
+  if (e->backend == PL_BACKEND_CUDA &&
+      (!pl_cuda_events (e->cuda, 2 * n + 2, error) || !upload_inputs (e, inputs, error)))
+    return NULL;
+  for (int run = 0; run < runs; run++)
+    if (!run_once (e, inputs, dur + run * n, start, &total[run], error))
+      return NULL;
+  PlTensor **outs = collect_outputs (e, inputs, error);
+  if (outs && report)
+    {
+      *report = make_report (e, runs, dur, start, total);
+      (*report)->device = e->backend == PL_BACKEND_CPU
+                          ? g_strdup_printf ("cpu: %s, %d threads, OMP_WAIT_POLICY=%s", pl_cpu_compiler_flags (),
+                                             e->threads > 0 ? e->threads : (int) g_get_num_processors (),
+                                             g_getenv ("OMP_WAIT_POLICY") ? g_getenv ("OMP_WAIT_POLICY") : "default")
+                          : g_strdup ("cuda");
+    }
+  return outs;
+}
+
+/* --- the reference interpreter ---------------------------------------------------------- */
+
+typedef struct {
+  double  last;
+  double  t0;
+  GArray *dur;    /* per node of one run, in the order they ran */
+  GArray *start;
+} RefTimes;
+
+static void
+ref_hook (const PlNode *node, PlTensor *const *outputs, gpointer data)
+{
+  RefTimes *t = data;
+  double now = now_ms ();
+  double d = now - t->last, s = t->last - t->t0;
+  g_array_append_val (t->dur, d);
+  g_array_append_val (t->start, s);
+  t->last = now;
+}
+
+PlTensor **
+pl_runtime_run_reference (PlExecutable *e, PlTensor *const *inputs, int repeat, PlRunReport **report, GError **error)
+{
+  const PlGraph *g = e->g;
+  int n;
+  g_autofree PlNode **order = pl_graph_topo_order (g, &n, error);
+  if (!order)
+    return NULL;
+  int runs = 1 + repeat;
+  g_autofree double *dur = g_new0 (double, (gsize) runs * MAX (n, 1));
+  g_autofree double *total = g_new0 (double, runs);
+  PlTensor **outs = NULL;
+  RefTimes t = { 0 };
+  t.dur = g_array_new (FALSE, FALSE, sizeof (double));
+  t.start = g_array_new (FALSE, FALSE, sizeof (double));
+  PlInterpOptions opt = { ref_hook, &t };
+  for (int run = 0; run < runs; run++)
+    {
+      if (outs)
+        pl_interp_free_outputs (outs, (int) g->outputs->len);
+      g_array_set_size (t.dur, 0);
+      g_array_set_size (t.start, 0);
+      t.t0 = t.last = now_ms ();
+      outs = pl_interp_run (g, inputs, &opt, error);
+      total[run] = now_ms () - t.t0;
+      if (!outs)
+        break;
+      for (int k = 0; k < n && k < (int) t.dur->len; k++)
+        dur[run * n + k] = g_array_index (t.dur, double, k);
+    }
+  if (outs && report)
+    {
+      PlRunReport *r = g_new0 (PlRunReport, 1);
+      r->backend = PL_BACKEND_REFERENCE;
+      r->repeats = repeat;
+      r->device = g_strdup ("reference interpreter");
+      r->n_kernels = n;
+      r->kernels = g_new0 (PlKernelTiming, MAX (n, 1));
+      g_autofree double *per = g_new0 (double, repeat);
+      for (int k = 0; k < n; k++)
+        {
+          PlKernelTiming *kt = &r->kernels[k];
+          const PlNode *node = order[k];
+          for (int run = 1; run < runs; run++)
+            per[run - 1] = dur[run * n + k];
+          kt->name = g_strdup (node->name);
+          kt->node_id = node->id;
+          kt->ops = g_strdup (node->op_type);
+          kt->n_ops = 1;
+          kt->kind = g_strdup (node->body ? pl_node_attr_string (node, "kind", "fusion") : "op");
+          kt->n_launches = 1;
+          kt->median_ms = median (per, repeat);
+          kt->min_ms = per[0];
+          for (int i = 0; i < node->n_inputs; i++)
+            if (node->inputs[i])
+              kt->bytes += pl_value_bytes (node->inputs[i], 1, NULL);
+          for (int i = 0; i < node->n_outputs; i++)
+            if (node->outputs[i])
+              kt->bytes += pl_value_bytes (node->outputs[i], 1, NULL);
+          kt->gbps = kt->median_ms > 0 ? (double) kt->bytes / (kt->median_ms * 1e6) : 0;
+        }
+      g_autofree double *tot = g_memdup2 (total + 1, sizeof (double) * repeat);
+      r->total_ms = median (tot, repeat);
+      r->events = g_new0 (PlTraceEvent, MAX (n, 1));
+      for (int k = 0; k < n && k < (int) t.start->len; k++)
+        r->events[r->n_events++] = (PlTraceEvent) { k, g_strdup (order[k]->name), g_array_index (t.start, double, k),
+                                                    g_array_index (t.dur, double, k) };
+      /* the schedule's liveness, at the times the nodes ran */
+      g_autoptr (PlMemoryProfile) mp = pl_memory_profile (g, 1, NULL);
+      if (mp && mp->n_steps == n)
+        {
+          r->memory = g_new0 (PlMemorySample, n + 1);
+          r->memory[r->n_memory++] = (PlMemorySample) { 0, mp->input_bytes };
+          for (int k = 0; k < n && k < r->n_events; k++)
+            r->memory[r->n_memory++] = (PlMemorySample) { r->events[k].start_ms, mp->live_bytes[k] };
+          r->peak_bytes = mp->peak_bytes;
+          r->param_bytes = mp->param_bytes;
+        }
+      *report = r;
+    }
+  g_array_unref (t.dur);
+  g_array_unref (t.start);
+  return outs;
+}

@@ -1,0 +1,943 @@
+/* runtime.c — building an executable: one kernel plan per top-level node
+ * (a fusion body, or a single op), buffers for every value, the memory plan
+ * and the compiled code. Running it lives in runtime-run.c.
+ *
+ * Buffers. Graph inputs and constants use the caller's and the graph's
+ * tensors (cpu; uploaded on cuda). Every value a kernel produces gets a place
+ * in one arena, assigned first fit over the schedule: allocated when its
+ * step runs, freed after its last reader (views share their source's place
+ * and keep it alive). The arena is allocated once; the memory timeline of a
+ * run records the bytes in use at each step's start and end.
+ *
+ * A fusion node whose body is not one kernel (kernel-plan.c says why) runs
+ * its body node by node — one kernel-table row with several launches, kind
+ * "split", never hidden. A single op that cannot be generated runs its
+ * reference implementation on host tensors, marked fallback.
+ */
+#define G_LOG_DOMAIN "passlab"
+#include "runtime-private.h"
+
+#include "cost.h"
+#include "schedule.h"
+
+#include <string.h>
+
+/* --- backends ---------------------------------------------------------------------- */
+
+const char *
+pl_backend_name (PlBackend b)
+{
+  switch (b)
+    {
+    case PL_BACKEND_CPU: return "cpu";
+    case PL_BACKEND_CUDA: return "cuda";
+    default: return "reference";
+    }
+}
+
+bool
+pl_backend_from_name (const char *name, PlBackend *b)
+{
+  static const PlBackend all[] = { PL_BACKEND_REFERENCE, PL_BACKEND_CPU, PL_BACKEND_CUDA };
+  for (size_t i = 0; i < G_N_ELEMENTS (all); i++)
+    if (name && g_ascii_strcasecmp (name, pl_backend_name (all[i])) == 0)
+      {
+        *b = all[i];
+        return true;
+      }
+  return false;
+}
+
+bool
+pl_backend_available (PlBackend b, char **reason)
+{
+  if (reason)
+    *reason = NULL;
+  if (b == PL_BACKEND_CUDA)
+    return pl_cuda_available (reason);
+  if (b == PL_BACKEND_CPU)
+    {
+      const char *cc = g_getenv ("PASSLAB_CC");
+      g_autofree char *path = g_find_program_in_path (cc && *cc ? cc : "cc");
+      if (!path)
+        {
+          if (reason)
+            *reason = g_strdup_printf ("no C compiler '%s' in PATH", cc && *cc ? cc : "cc");
+          return false;
+        }
+    }
+  return true;
+}
+
+void
+pl_compile_options_init (PlCompileOptions *o, PlBackend backend)
+{
+  memset (o, 0, sizeof *o);
+  o->backend = backend;
+}
+
+/* --- buffers ------------------------------------------------------------------------ */
+
+static Buffer *
+buf (PlExecutable *e, int b)
+{
+  return &g_array_index (e->bufs, Buffer, b);
+}
+
+static Step *
+step_at (PlExecutable *e, int s)
+{
+  return &g_array_index (e->steps, Step, s);
+}
+
+static int
+root_of (PlExecutable *e, int b)
+{
+  while (b >= 0 && buf (e, b)->kind == BUF_ALIAS)
+    b = buf (e, b)->alias_of;
+  return b;
+}
+
+static int
+add_buffer (PlExecutable *e, BufKind kind, const PlValue *v, GError **error)
+{
+  Buffer b = { .kind = kind, .input_index = -1, .alias_of = -1, .first = -1, .last = -1, .offset = -1 };
+  if (v)
+    {
+      if (!pl_shape_get_dims (&v->shape, b.dims))
+        {
+          g_autofree char *s = pl_shape_to_string (&v->shape);
+          g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED,
+                       "value '%s' has shape %s: the %s backend compiles static shapes (run it with the reference "
+                       "backend, or fix the symbolic dims)", v->name, s, pl_backend_name (e->backend));
+          return -1;
+        }
+      b.dtype = v->dtype;
+      b.rank = v->shape.rank;
+      b.bytes = pl_shape_numel (&v->shape) * (int64_t) pl_dtype_size (v->dtype);
+      b.name = v->name;
+    }
+  g_array_append_val (e->bufs, b);
+  int i = (int) e->bufs->len - 1;
+  if (v)
+    g_hash_table_insert (e->buf_of, (gpointer) v, GINT_TO_POINTER (i + 1));
+  return i;
+}
+
+static int
+scratch_buffer (PlExecutable *e, int64_t bytes, const char *name)
+{
+  Buffer b = { .kind = BUF_TEMP, .dtype = PL_DTYPE_U8, .rank = 1, .dims = { bytes }, .bytes = bytes,
+               .input_index = -1, .alias_of = -1, .first = -1, .last = -1, .offset = -1, .name = name };
+  g_array_append_val (e->bufs, b);
+  return (int) e->bufs->len - 1;
+}
+
+/* The buffer holding v: made before, or a constant seen for the first time. */
+static int
+buffer_of (PlExecutable *e, const PlValue *v, GError **error)
+{
+  int b = GPOINTER_TO_INT (g_hash_table_lookup (e->buf_of, v)) - 1;
+  if (b >= 0)
+    return b;
+  PlTensor *c = pl_value_constant (v);
+  if (c)
+    {
+      b = add_buffer (e, BUF_CONST, v, error);
+      if (b >= 0)
+        {
+          buf (e, b)->constant = c;
+          buf (e, b)->bytes = (int64_t) pl_tensor_nbytes (c);
+        }
+      return b;
+    }
+  g_set_error (error, PL_ERROR, PL_ERROR_INVALID, "value '%s' is read before it is computed", v->name);
+  return -1;
+}
+
+/* --- steps ----------------------------------------------------------------------------- */
+
+static char *
+c_name (int index, const char *name)
+{
+  GString *s = g_string_new (NULL);
+  g_string_append_printf (s, "k%d_", index);
+  for (const char *p = name; *p && s->len < 48; p++)
+    g_string_append_c (s, g_ascii_isalnum (*p) ? *p : '_');
+  return g_string_free (s, FALSE);
+}
+
+static bool
+add_step (PlExecutable *e, PlKernelPlan *plan, int entry, const PlNode *node, GError **error)
+{
+  g_ptr_array_add (e->plans, plan);
+  Step st = { .plan = plan, .entry = entry, .node = node, .lib_buf = -1, .col_buf = -1, .scratch_buf = -1 };
+  st.in_bufs = g_new0 (int, plan->inputs->len + 1);
+  st.out_bufs = g_new0 (int, plan->outputs->len + 1);
+  for (guint k = 0; k < plan->inputs->len; k++)
+    {
+      PlValue *v = plan->inputs->pdata[k];
+      st.in_bufs[k] = -1;
+      if (!v || (int) k == plan->lib_slot)
+        continue;
+      if ((st.in_bufs[k] = buffer_of (e, v, error)) < 0)
+        return false;
+    }
+  for (guint k = 0; k < plan->outputs->len; k++)
+    {
+      PlValue *v = plan->outputs->pdata[k];
+      st.out_bufs[k] = -1;
+      if (!v)
+        continue;
+      int b = GPOINTER_TO_INT (g_hash_table_lookup (e->buf_of, v)) - 1;
+      if (b < 0 && (b = add_buffer (e, BUF_TEMP, v, error)) < 0)
+        return false;
+      st.out_bufs[k] = b;
+    }
+  if ((plan->kind == PL_PLAN_GEMM || plan->kind == PL_PLAN_CONV) && plan->loop && !plan->in_place)
+    {
+      /* the raw library result: a buffer of its own, not the value's */
+      st.lib_buf = add_buffer (e, BUF_TEMP, plan->inputs->pdata[plan->lib_slot], error);
+      if (st.lib_buf < 0)
+        return false;
+      g_hash_table_remove (e->buf_of, plan->inputs->pdata[plan->lib_slot]);
+      for (guint k = 0; k < plan->outputs->len; k++)
+        if (plan->outputs->pdata[k] == plan->inputs->pdata[plan->lib_slot])
+          g_hash_table_insert (e->buf_of, plan->outputs->pdata[k], GINT_TO_POINTER (st.out_bufs[k] + 1));
+    }
+  if (plan->kind == PL_PLAN_CONV && e->backend == PL_BACKEND_CPU && !pl_conv_is_pointwise (&plan->conv))
+    st.col_buf = scratch_buffer (e, plan->conv.col_rows * plan->conv.col_cols * (int64_t) pl_dtype_size (plan->conv.dtype),
+                                 "im2col");
+  g_array_append_val (e->steps, st);
+  return true;
+}
+
+static int
+add_entry (PlExecutable *e, const PlNode *node)
+{
+  Entry en = { .name = g_strdup (node->name), .node_id = node->id, .first_step = (int) e->steps->len };
+  const char *kind = node->body ? pl_node_attr_string (node, "kind", "fusion") : "op";
+  en.kind = g_strdup (kind);
+  en.library = node->body && (strcmp (kind, "library") == 0 || strcmp (kind, "output") == 0);
+  /* bytes a kernel must move: its inputs read once, its outputs written once */
+  g_autoptr (GHashTable) seen = g_hash_table_new (NULL, NULL);
+  for (int i = 0; i < node->n_inputs; i++)
+    if (node->inputs[i] && g_hash_table_add (seen, node->inputs[i]))
+      en.bytes += pl_value_bytes (node->inputs[i], 1, NULL);
+  for (int i = 0; i < node->n_outputs; i++)
+    if (node->outputs[i])
+      en.bytes += pl_value_bytes (node->outputs[i], 1, NULL);
+  g_array_append_val (e->entries, en);
+  return (int) e->entries->len - 1;
+}
+
+static void
+finish_entry (PlExecutable *e, int entry)
+{
+  Entry *en = &g_array_index (e->entries, Entry, entry);
+  en->n_steps = (int) e->steps->len - en->first_step;
+  GString *ops = g_string_new (NULL);
+  for (int s = en->first_step; s < en->first_step + en->n_steps; s++)
+    {
+      Step *st = step_at (e, s);
+      PlKernelPlan *p = st->plan;
+      if (*p->ops)
+        g_string_append_printf (ops, "%s%s", ops->len ? "+" : "", p->ops);
+      en->n_ops += p->n_ops;
+      en->flops += p->flops;
+      if (p->kind == PL_PLAN_FALLBACK)
+        en->fallback = true;
+      if (p->kind == PL_PLAN_GEMM || p->kind == PL_PLAN_CONV)
+        en->library = true;
+      if (en->n_steps == 1 && p->note && !en->note)
+        en->note = g_strdup_printf ("%s%s", p->kind == PL_PLAN_FALLBACK ? "fallback: " : "", p->note);
+    }
+  en->ops = g_string_free (ops, FALSE);
+  if (en->fallback && en->n_steps == 1)
+    {
+      g_free (en->kind);
+      en->kind = g_strdup ("fallback");
+    }
+}
+
+/* Body inputs read the fusion node's input buffers, body outputs write its
+ * output buffers. */
+static bool
+map_body (PlExecutable *e, const PlNode *node, GError **error)
+{
+  PlGraph *body = node->body;
+  for (int i = 0; i < node->n_inputs; i++)
+    {
+      int b = buffer_of (e, node->inputs[i], error);
+      if (b < 0)
+        return false;
+      g_hash_table_insert (e->buf_of, body->inputs->pdata[i], GINT_TO_POINTER (b + 1));
+    }
+  for (guint j = 0; j < body->outputs->len; j++)
+    {
+      PlValue *bv = body->outputs->pdata[j];
+      int b = GPOINTER_TO_INT (g_hash_table_lookup (e->buf_of, node->outputs[j])) - 1;
+      if (b < 0 && (b = add_buffer (e, BUF_TEMP, node->outputs[j], error)) < 0)
+        return false;
+      g_hash_table_insert (e->buf_of, bv, GINT_TO_POINTER (b + 1));
+    }
+  return true;
+}
+
+/* Whether every body output is computed by a body node, each once (else the
+ * fusion runs through the interpreter). */
+static bool
+body_outputs_computed (const PlNode *node)
+{
+  g_autoptr (GHashTable) seen = g_hash_table_new (NULL, NULL);
+  for (guint j = 0; j < node->body->outputs->len; j++)
+    {
+      PlValue *bv = node->body->outputs->pdata[j];
+      if (!bv->producer || bv->producer->op == PL_OP_Constant || !g_hash_table_add (seen, bv))
+        return false;
+    }
+  return true;
+}
+
+/* The values of order[from..to) that a later body node reads or that leave the body. */
+static GPtrArray *
+piece_outputs (PlNode *const *order, int from, int to)
+{
+  g_autoptr (GHashTable) in = g_hash_table_new (NULL, NULL);
+  for (int k = from; k < to; k++)
+    g_hash_table_add (in, order[k]);
+  GPtrArray *outs = g_ptr_array_new ();
+  for (int k = from; k < to; k++)
+    for (int o = 0; o < order[k]->n_outputs; o++)
+      {
+        PlValue *v = order[k]->outputs[o];
+        bool needed = v && pl_value_is_output (v);
+        for (int u = 0; v && u < v->n_uses && !needed; u++)
+          needed = !g_hash_table_contains (in, v->uses[u].node);
+        if (needed)
+          g_ptr_array_add (outs, v);
+      }
+  return outs;
+}
+
+/* One body node on its own: a view shares its source's buffer (unless it
+ * leaves the body: then a copy loop), anything else is its own kernel. */
+static bool
+single_body_node (PlExecutable *e, PlNode *x, int entry, GError **error)
+{
+  g_autofree char *name = c_name ((int) e->plans->len, x->name);
+  PlKernelPlan *p = pl_kernel_plan_for_node (name, x, error);
+  if (!p)
+    return false;
+  if (p->kind == PL_PLAN_ALIAS)
+    {
+      pl_kernel_plan_free (p);
+      int src = buffer_of (e, x->inputs[0], error);
+      if (src < 0)
+        return false;
+      if (!g_hash_table_contains (e->buf_of, x->outputs[0]))
+        {
+          int b = add_buffer (e, BUF_ALIAS, x->outputs[0], error);
+          if (b < 0)
+            return false;
+          buf (e, b)->alias_of = src;
+          return true;
+        }
+      if (!(p = pl_kernel_plan_new (name, &x, 1, &x->outputs[0], 1, NULL, error)))
+        return false;
+    }
+  return add_step (e, p, entry, x, error);
+}
+
+/* A fusion node that is not one kernel: its body cut, in topological order,
+ * into the longest runs of nodes that each are one kernel (a run never
+ * makes a cycle). Loop/input/stitch regions with several row spaces become a
+ * few kernels this way rather than one per op. */
+static bool
+split_fusion (PlExecutable *e, const PlNode *node, int entry, const char *why, GError **error)
+{
+  int n;
+  g_autofree PlNode **order = pl_graph_topo_order (node->body, &n, error);
+  if (!order)
+    return false;
+  for (int i = 0; i < n;)
+    {
+      PlKernelPlan *best = NULL;
+      int best_end = i + 1;
+      for (int end = i + 2; end <= n; end++)
+        {
+          g_autoptr (GPtrArray) outs = piece_outputs (order, i, end);
+          g_autofree char *name = c_name ((int) e->plans->len, order[end - 1]->name);
+          PlKernelPlan *p = outs->len ? pl_kernel_plan_new (name, order + i, end - i, (PlValue *const *) outs->pdata,
+                                                            (int) outs->len, NULL, NULL) : NULL;
+          if (!p)
+            {
+              if (outs->len)
+                break;
+              continue;
+            }
+          pl_kernel_plan_free (best);
+          best = p;
+          best_end = end;
+        }
+      if (best && !add_step (e, best, entry, order[best_end - 1], error))
+        return false;
+      if (!best && !single_body_node (e, order[i], entry, error))
+        return false;
+      i = best_end;
+    }
+  Entry *en = &g_array_index (e->entries, Entry, entry);
+  g_free (en->kind);
+  en->kind = g_strdup ("split");
+  en->note = g_strdup_printf ("%s fusion, not one kernel (%s): %d launches", pl_node_attr_string (node, "kind", "a"),
+                              why, (int) e->steps->len - en->first_step);
+  return true;
+}
+
+static bool
+build_node (PlExecutable *e, PlNode *node, GError **error)
+{
+  g_autofree char *name = c_name ((int) e->plans->len, node->name);
+  g_autoptr (GError) local = NULL;
+  if (node->body && !body_outputs_computed (node))
+    {
+      /* the body hands an input or a constant straight out: run it as the interpreter does */
+      int entry = add_entry (e, node);
+      PlKernelPlan *fb = pl_kernel_plan_fallback (name, node, "a body output is not computed in the body");
+      bool ok = add_step (e, fb, entry, node, error);
+      finish_entry (e, entry);
+      return ok;
+    }
+  PlKernelPlan *p = pl_kernel_plan_for_node (name, node, &local);
+  if (node->body && !map_body (e, node, error))
+    {
+      pl_kernel_plan_free (p);
+      return false;
+    }
+  if (p && p->kind == PL_PLAN_ALIAS)
+    {
+      int src = buffer_of (e, node->inputs[0], error);
+      if (src < 0)
+        {
+          pl_kernel_plan_free (p);
+          return false;
+        }
+      int b = add_buffer (e, BUF_ALIAS, node->outputs[0], error);
+      pl_kernel_plan_free (p);
+      if (b < 0)
+        return false;
+      buf (e, b)->alias_of = src;
+      return true;
+    }
+  if (p && p->kind == PL_PLAN_FALLBACK && !node->body && !pl_op_info (node->op)->eval)
+    {
+      g_autofree char *d = pl_node_describe (node);
+      g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "%s is not executable", d);
+      pl_kernel_plan_free (p);
+      return false;
+    }
+  int entry = add_entry (e, node);
+  bool ok = p ? add_step (e, p, entry, node, error) : split_fusion (e, node, entry, local->message, error);
+  finish_entry (e, entry);
+  return ok;
+}
+
+/* --- the memory plan ---------------------------------------------------------------- */
+
+typedef struct {
+  int64_t offset, size;
+} Block;
+
+static int
+cmp_block (gconstpointer a, gconstpointer b)
+{
+  const Block *x = a, *y = b;
+  return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/* First fit: the lowest offset where size bytes fit between live blocks. */
+static int64_t
+first_fit (GArray *live, int64_t size)
+{
+  int64_t at = 0;
+  for (guint i = 0; i < live->len; i++)
+    {
+      Block *b = &g_array_index (live, Block, i);
+      if (b->offset - at >= size)
+        break;
+      at = MAX (at, b->offset + b->size);
+    }
+  Block nb = { at, size };
+  g_array_append_val (live, nb);
+  g_array_sort (live, cmp_block);
+  return at;
+}
+
+static void
+release (GArray *live, int64_t offset)
+{
+  for (guint i = 0; i < live->len; i++)
+    if (g_array_index (live, Block, i).offset == offset)
+      {
+        g_array_remove_index (live, i);
+        return;
+      }
+}
+
+static bool
+in_arena (PlExecutable *e, const Buffer *b)
+{
+  return b->kind == BUF_TEMP || (b->kind == BUF_INPUT && e->backend == PL_BACKEND_CUDA);
+}
+
+static void
+plan_memory (PlExecutable *e)
+{
+  int n_steps = (int) e->steps->len;
+  for (guint i = 0; i < e->bufs->len; i++)
+    if (buf (e, (int) i)->kind == BUF_INPUT)
+      buf (e, (int) i)->first = 0;
+  for (int s = 0; s < n_steps; s++)
+    {
+      Step *st = step_at (e, s);
+      int extra[3] = { st->lib_buf, st->col_buf, st->scratch_buf };
+      for (guint k = 0; k < st->plan->inputs->len; k++)
+        if (st->in_bufs[k] >= 0)
+          {
+            Buffer *r = buf (e, root_of (e, st->in_bufs[k]));
+            r->last = MAX (r->last, s);
+          }
+      for (guint k = 0; k < st->plan->outputs->len; k++)
+        if (st->out_bufs[k] >= 0)
+          {
+            Buffer *r = buf (e, root_of (e, st->out_bufs[k]));
+            if (r->first < 0)
+              r->first = s;
+            r->last = MAX (r->last, s);
+          }
+      for (int k = 0; k < 3; k++)
+        if (extra[k] >= 0)
+          buf (e, extra[k])->first = buf (e, extra[k])->last = s;
+    }
+  for (guint i = 0; i < e->g->outputs->len; i++)
+    {
+      int b = e->output_bufs[i];
+      if (b >= 0)
+        buf (e, root_of (e, b))->last = n_steps;
+    }
+
+  g_autoptr (GArray) live = g_array_new (FALSE, FALSE, sizeof (Block));
+  int64_t in_use = 0;
+  e->arena_bytes = e->peak_bytes = 0;
+  for (int s = -1; s <= n_steps; s++)
+    {
+      /* allocate what step s makes (s = -1: the inputs) */
+      for (guint i = 0; i < e->bufs->len; i++)
+        {
+          Buffer *b = buf (e, (int) i);
+          bool now = b->kind == BUF_INPUT ? s == -1 : b->first == s;
+          if (!now || (b->kind != BUF_TEMP && b->kind != BUF_INPUT) || b->last < 0)
+            continue;
+          in_use += b->bytes;
+          if (in_arena (e, b))
+            {
+              b->offset = first_fit (live, (b->bytes + 63) & ~(int64_t) 63);
+              e->arena_bytes = MAX (e->arena_bytes, b->offset + ((b->bytes + 63) & ~(int64_t) 63));
+            }
+        }
+      e->peak_bytes = MAX (e->peak_bytes, in_use);
+      /* free what step s read last */
+      for (guint i = 0; i < e->bufs->len; i++)
+        {
+          Buffer *b = buf (e, (int) i);
+          if ((b->kind != BUF_TEMP && b->kind != BUF_INPUT) || b->last != s || b->last < 0 || (b->kind == BUF_TEMP && b->first < 0))
+            continue;
+          in_use -= b->bytes;
+          if (b->offset >= 0)
+            release (live, b->offset);
+        }
+    }
+}
+
+/* --- code generation ------------------------------------------------------------------- */
+
+/* C source for every step (one translation unit). */
+static void
+generate_cpu (PlExecutable *e)
+{
+  g_autofree char *prelude = pl_codegen_c_prelude ();
+  GString *src = g_string_new (prelude);
+  for (guint s = 0; s < e->steps->len; s++)
+    {
+      Step *st = step_at (e, (int) s);
+      GString *one = g_string_new (NULL);
+      if (pl_codegen_c_kernel (one, st->plan))
+        {
+          g_string_append (src, one->str);
+          st->source = g_string_free (one, FALSE);
+        }
+      else
+        g_string_free (one, TRUE);
+    }
+  e->source = g_string_free (src, FALSE);
+}
+
+static bool
+compile_cpu (PlExecutable *e, GError **error)
+{
+  generate_cpu (e);
+  e->cpu = pl_cpu_module_compile (e->source, e->cache_dir, &e->cache_hit, error);
+  if (!e->cpu)
+    return false;
+  for (guint s = 0; s < e->steps->len; s++)
+    {
+      Step *st = step_at (e, (int) s);
+      PlKernelPlan *p = st->plan;
+      if (p->loop)
+        st->fn = (PlCpuKernelFn) pl_cpu_module_symbol (e->cpu, p->name);
+      if (p->kind == PL_PLAN_CONV)
+        {
+          g_autofree char *im = g_strdup_printf ("%s_im2col", p->name);
+          st->im2col = (PlCpuIm2colFn) pl_cpu_module_symbol (e->cpu, im);
+        }
+      if ((p->loop && !st->fn) || (p->kind == PL_PLAN_CONV && !st->im2col))
+        {
+          g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "%s: kernel %s missing", pl_cpu_module_path (e->cpu), p->name);
+          return false;
+        }
+    }
+  void (*set_threads) (int) = (void (*) (int)) pl_cpu_module_symbol (e->cpu, "pl_set_threads");
+  if (set_threads && e->threads > 0)
+    set_threads (e->threads);
+  return true;
+}
+
+/* CUDA source for every step; fills the launches and the scratch buffers. */
+static void
+generate_cuda (PlExecutable *e, int n_sms)
+{
+  g_autofree char *prelude = pl_codegen_cuda_prelude ();
+  GString *src = g_string_new (prelude);
+  for (guint s = 0; s < e->steps->len; s++)
+    {
+      Step *st = step_at (e, (int) s);
+      GString *one = g_string_new (NULL);
+      int n = pl_codegen_cuda_kernel (one, st->plan, n_sms, st->launch);
+      if (n > 0)
+        {
+          g_string_append (src, one->str);
+          st->source = g_string_free (one, FALSE);
+          if (st->launch[0].scratch_bytes > 0)
+            st->scratch_buf = scratch_buffer (e, st->launch[0].scratch_bytes, "scratch");
+        }
+      else
+        g_string_free (one, TRUE);
+    }
+  e->source = g_string_free (src, FALSE);
+}
+
+static bool
+compile_cuda (PlExecutable *e, GError **error)
+{
+  e->cuda = pl_cuda_get (error);
+  if (!e->cuda)
+    return false;
+  generate_cuda (e, pl_cuda_sm_count (e->cuda));
+  g_autofree char *arch = pl_cuda_arch (e->cuda);
+  size_t size;
+  g_autofree char *ptx = pl_nvrtc_compile (e->source, arch, &size, error);
+  if (!ptx || !(e->cu_module = pl_cuda_module_load (e->cuda, ptx, error)))
+    return false;
+  for (guint s = 0; s < e->steps->len; s++)
+    {
+      Step *st = step_at (e, (int) s);
+      for (int k = 0; k < 2; k++)
+        if (st->launch[k].entry && !(st->cu_fn[k] = pl_cuda_function (e->cuda, e->cu_module, st->launch[k].entry, error)))
+          return false;
+    }
+  return true;
+}
+
+/* Constants to the device, and the arena. */
+static bool
+upload_cuda (PlExecutable *e, GError **error)
+{
+  for (guint i = 0; i < e->bufs->len; i++)
+    {
+      Buffer *b = buf (e, (int) i);
+      if (b->kind != BUF_CONST)
+        continue;
+      if (!(b->device = pl_cuda_alloc (e->cuda, MAX (b->bytes, 1), error)) ||
+          !pl_cuda_upload (e->cuda, b->device, b->constant->data, (size_t) b->bytes, error))
+        return false;
+    }
+  e->cu_arena = pl_cuda_alloc (e->cuda, (size_t) MAX (e->arena_bytes, 64), error);
+  return e->cu_arena != 0;
+}
+
+/* --- building --------------------------------------------------------------------------- */
+
+/* Plans and buffers for every node; the graph outputs' buffers. */
+static bool
+build (PlExecutable *e, GError **error)
+{
+  const PlGraph *g = e->g;
+  for (guint i = 0; i < g->inputs->len; i++)
+    {
+      int b = add_buffer (e, BUF_INPUT, g->inputs->pdata[i], error);
+      if (b < 0)
+        return false;
+      buf (e, b)->input_index = (int) i;
+    }
+  int n;
+  g_autofree PlNode **order = pl_graph_topo_order (g, &n, error);
+  if (!order)
+    return false;
+  for (int i = 0; i < n; i++)
+    if (!build_node (e, order[i], error))
+      return false;
+  e->output_bufs = g_new0 (int, g->outputs->len + 1);
+  for (guint i = 0; i < g->outputs->len; i++)
+    {
+      PlValue *v = g->outputs->pdata[i];
+      if ((e->output_bufs[i] = buffer_of (e, v, error)) < 0)
+        return false;
+    }
+  return true;
+}
+
+static PlExecutable *
+executable_new (const PlGraph *g, const PlCompileOptions *o)
+{
+  PlExecutable *e = g_new0 (PlExecutable, 1);
+  e->g = g;
+  e->backend = o->backend;
+  e->cache_dir = g_strdup (o->cache_dir);
+  e->threads = o->threads;
+  e->generate_only = o->generate_only;
+  e->plans = g_ptr_array_new_with_free_func ((GDestroyNotify) pl_kernel_plan_free);
+  e->bufs = g_array_new (FALSE, TRUE, sizeof (Buffer));
+  e->steps = g_array_new (FALSE, TRUE, sizeof (Step));
+  e->entries = g_array_new (FALSE, TRUE, sizeof (Entry));
+  e->buf_of = g_hash_table_new (NULL, NULL);
+  return e;
+}
+
+PlExecutable *
+pl_executable_new (const PlGraph *g, const PlCompileOptions *o, GError **error)
+{
+  g_return_val_if_fail (g && o, NULL);
+  pl_ops_init ();
+  PlExecutable *e = executable_new (g, o);
+  if (o->backend == PL_BACKEND_REFERENCE)
+    return e;
+  if (o->generate_only)
+    {
+      if (!build (e, error))
+        {
+          pl_executable_free (e);
+          return NULL;
+        }
+      if (o->backend == PL_BACKEND_CPU)
+        generate_cpu (e);
+      else
+        generate_cuda (e, 132);
+      plan_memory (e);
+      return e;
+    }
+  char *why = NULL;
+  if (!pl_backend_available (o->backend, &why))
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "the %s backend is not available: %s",
+                   pl_backend_name (o->backend), why);
+      g_free (why);
+      pl_executable_free (e);
+      return NULL;
+    }
+  bool ok = build (e, error);
+  if (ok && o->backend == PL_BACKEND_CPU)
+    {
+      plan_memory (e);
+      ok = compile_cpu (e, error);
+    }
+  else if (ok)
+    {
+      ok = compile_cuda (e, error);
+      if (ok)
+        {
+          plan_memory (e);
+          ok = upload_cuda (e, error);
+        }
+    }
+  if (!ok)
+    {
+      pl_executable_free (e);
+      return NULL;
+    }
+  return e;
+}
+
+void
+pl_executable_free (PlExecutable *e)
+{
+  if (!e)
+    return;
+  for (guint s = 0; s < e->steps->len; s++)
+    {
+      Step *st = step_at (e, (int) s);
+      g_free (st->in_bufs);
+      g_free (st->out_bufs);
+      g_free (st->source);
+      pl_cuda_launch_clear (&st->launch[0]);
+      pl_cuda_launch_clear (&st->launch[1]);
+    }
+  for (guint i = 0; i < e->entries->len; i++)
+    {
+      Entry *en = &g_array_index (e->entries, Entry, i);
+      g_free (en->name);
+      g_free (en->ops);
+      g_free (en->kind);
+      g_free (en->note);
+    }
+  if (e->cuda)
+    {
+      for (guint i = 0; i < e->bufs->len; i++)
+        if (buf (e, (int) i)->device)
+          pl_cuda_free (e->cuda, buf (e, (int) i)->device);
+      if (e->cu_arena)
+        pl_cuda_free (e->cuda, e->cu_arena);
+    }
+  g_array_unref (e->steps);
+  g_array_unref (e->entries);
+  g_array_unref (e->bufs);
+  g_ptr_array_unref (e->plans);
+  g_hash_table_unref (e->buf_of);
+  pl_cpu_module_free (e->cpu);
+  g_free (e->output_bufs);
+  g_free (e->arena);
+  g_free (e->cache_dir);
+  g_free (e->source);
+  g_free (e);
+}
+
+PlTensor **
+pl_executable_run (PlExecutable *e, PlTensor *const *inputs, int repeat, PlRunReport **report, GError **error)
+{
+  g_return_val_if_fail (e, NULL);
+  repeat = MAX (repeat, 1);
+  if (e->generate_only)
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "this executable was only generated, not compiled");
+      return NULL;
+    }
+  if (e->backend == PL_BACKEND_REFERENCE)
+    return pl_runtime_run_reference (e, inputs, repeat, report, error);
+  return pl_runtime_run_compiled (e, inputs, repeat, report, error);
+}
+
+/* --- queries ------------------------------------------------------------------------- */
+
+const char *
+pl_executable_source (PlExecutable *e, guint32 node_id)
+{
+  for (guint i = 0; i < e->entries->len; i++)
+    {
+      Entry *en = &g_array_index (e->entries, Entry, i);
+      if (en->node_id != node_id)
+        continue;
+      /* one step: its source; split fusions: all their steps' sources, kept on the first */
+      Step *first = step_at (e, en->first_step);
+      if (en->n_steps > 1 && first->source && !g_str_has_prefix (first->source, "/* split"))
+        {
+          GString *all = g_string_new ("/* split fusion: its body as several kernels */\n");
+          for (int s = en->first_step; s < en->first_step + en->n_steps; s++)
+            if (step_at (e, s)->source)
+              g_string_append (all, step_at (e, s)->source);
+          g_free (first->source);
+          first->source = g_string_free (all, FALSE);
+        }
+      return first->source;
+    }
+  return NULL;
+}
+
+char *
+pl_executable_plan_dump (PlExecutable *e, guint32 node_id)
+{
+  for (guint i = 0; i < e->entries->len; i++)
+    {
+      Entry *en = &g_array_index (e->entries, Entry, i);
+      if (en->node_id != node_id)
+        continue;
+      GString *s = g_string_new (NULL);
+      for (int k = en->first_step; k < en->first_step + en->n_steps; k++)
+        {
+          g_autofree char *d = pl_kernel_plan_dump (step_at (e, k)->plan);
+          g_string_append (s, d);
+        }
+      return g_string_free (s, FALSE);
+    }
+  return NULL;
+}
+
+const char *
+pl_executable_full_source (PlExecutable *e)
+{
+  return e->source;
+}
+
+bool
+pl_executable_cache_hit (PlExecutable *e)
+{
+  return e->cache_hit;
+}
+
+int
+pl_executable_n_kernels (PlExecutable *e)
+{
+  return e->backend == PL_BACKEND_REFERENCE ? (int) e->g->nodes->len : (int) e->entries->len;
+}
+
+int
+pl_executable_n_launches (PlExecutable *e)
+{
+  int n = 0;
+  for (guint s = 0; s < e->steps->len; s++)
+    n += step_at (e, (int) s)->plan->kind != PL_PLAN_ALIAS;
+  return e->backend == PL_BACKEND_REFERENCE ? (int) e->g->nodes->len : n;
+}
+
+/* --- the CUDA check without a GPU --------------------------------------------------------- */
+
+bool
+pl_cuda_compile_check (const PlGraph *g, const char *arch, char **source, int *n_kernels, GError **error)
+{
+  char *why = NULL;
+  if (!pl_nvrtc_available (&why))
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "%s", why);
+      g_free (why);
+      return false;
+    }
+  PlCompileOptions o;
+  pl_compile_options_init (&o, PL_BACKEND_CUDA);
+  o.generate_only = true;
+  PlExecutable *e = pl_executable_new (g, &o, error);
+  bool ok = e != NULL;
+  if (ok)
+    {
+      size_t size;
+      g_autofree char *ptx = pl_nvrtc_compile (e->source, arch ? arch : "compute_90", &size, error);
+      ok = ptx != NULL;
+      if (n_kernels)
+        {
+          *n_kernels = 0;
+          for (const char *p = e->source; (p = strstr (p, "__global__")); p++)
+            (*n_kernels)++;
+        }
+      if (source)
+        *source = g_strdup (e->source);
+    }
+  pl_executable_free (e);
+  return ok;
+}

@@ -1,0 +1,124 @@
+/* runtime.h — executing a (possibly optimized) graph on a backend, with a
+ * kernel per fusion node or op, per-kernel timings and the memory in use
+ * over time.
+ *
+ *   reference  the interpreter (core/interp.c): exact, slow, the oracle
+ *   cpu        generated C per kernel, compiled by the system C compiler
+ *              (-O3 -march=native -fopenmp) into a cached shared object and
+ *              dlopen'ed; MatMul/Gemm/Conv through OpenBLAS
+ *   cuda       generated CUDA C compiled by NVRTC, loaded through the driver
+ *              API (libcuda.so.1 opened at run time), cuBLAS for GEMM
+ *
+ * Ops a backend cannot generate code for run through the reference
+ * implementation and are marked `fallback` in the report: honest, never
+ * hidden.
+ */
+#pragma once
+
+#include "graph.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  PL_BACKEND_REFERENCE,
+  PL_BACKEND_CPU,
+  PL_BACKEND_CUDA,
+} PlBackend;
+
+const char *pl_backend_name       (PlBackend b);
+bool        pl_backend_from_name  (const char *name, PlBackend *b);
+/* Whether the backend can run here (cuda: a driver and a device); why not in *reason. */
+bool        pl_backend_available  (PlBackend b, char **reason);
+
+typedef struct {
+  char    *name;         /* kernel name: the node's name */
+  guint32  node_id;      /* the top-level node it runs */
+  char    *ops;          /* "Sub+Mul+ReduceMean" */
+  int      n_ops;
+  bool     library;      /* a library call (BLAS / cuBLAS) */
+  bool     fallback;     /* ran through the reference implementation */
+  double   median_ms;    /* over the repeats */
+  double   min_ms;
+  int64_t  bytes;        /* bytes the kernel must move: inputs read once + outputs written once */
+  int64_t  flops;
+  double   gbps;         /* bytes / median time */
+  char    *kind;         /* "loop", "input", "stitch", "library", "output", "op", "split", "fallback" */
+  char    *note;         /* what ran: "gemm 128x512x128", "fallback: Resize is not generated", ... */
+  int      n_launches;   /* launches per run (a fusion that is not one kernel runs its body op by op) */
+} PlKernelTiming;
+
+/* One launch of the last run, for timelines. */
+typedef struct {
+  int      kernel;       /* index into PlRunReport.kernels */
+  char    *name;         /* the launch (a body node of a split fusion, else the kernel's name) */
+  double   start_ms;     /* since the run started */
+  double   dur_ms;
+} PlTraceEvent;
+
+typedef struct {
+  double   t_ms;         /* time since the run started */
+  int64_t  bytes;        /* device (or host, for cpu) memory in use */
+} PlMemorySample;
+
+typedef struct {
+  PlBackend        backend;
+  PlKernelTiming  *kernels;
+  int              n_kernels;
+  double           total_ms;      /* median end-to-end time of one run */
+  int              repeats;
+  PlMemorySample  *memory;        /* the last run's timeline */
+  int              n_memory;
+  int64_t          peak_bytes;    /* most bytes in use at once (inputs and intermediates; constants apart) */
+  int64_t          arena_bytes;   /* the memory plan's arena (first fit over the schedule) */
+  int64_t          param_bytes;   /* constants */
+  PlTraceEvent    *events;        /* the last run's launches */
+  int              n_events;
+  char            *device;        /* "cpu: 2 threads", "NVIDIA H100 ...", "reference interpreter" */
+} PlRunReport;
+
+typedef struct _PlExecutable PlExecutable;
+
+typedef struct {
+  PlBackend  backend;
+  char      *cache_dir;     /* compiled-kernel cache (cpu); NULL: $XDG_CACHE_HOME/passlab */
+  int        threads;       /* cpu: OpenMP threads (0: all cores) */
+  bool       generate_only; /* plan and generate the code, compile nothing (no compiler or GPU
+                             * needed): for viewing the source; running fails */
+} PlCompileOptions;
+
+void           pl_compile_options_init (PlCompileOptions *o, PlBackend backend);
+/* Generates and compiles every kernel of g. g must outlive the executable. */
+PlExecutable  *pl_executable_new       (const PlGraph *g, const PlCompileOptions *o, GError **error);
+void           pl_executable_free      (PlExecutable *e);
+/* Runs repeat times (after one warm-up run); returns the outputs of the last
+ * run (g->outputs order) and fills a report when report is not NULL. */
+PlTensor     **pl_executable_run       (PlExecutable *e, PlTensor *const *inputs, int repeat,
+                                        PlRunReport **report, GError **error);
+/* The generated source of the kernel for node_id (NULL for library/fallback kernels). */
+const char    *pl_executable_source    (PlExecutable *e, guint32 node_id);
+/* The whole generated translation unit (C or CUDA); NULL for the reference backend. */
+const char    *pl_executable_full_source (PlExecutable *e);
+/* Whether compiling found the object in the cache (cpu). */
+bool           pl_executable_cache_hit (PlExecutable *e);
+/* Kernels (table rows) and launches per run. */
+int            pl_executable_n_kernels (PlExecutable *e);
+int            pl_executable_n_launches (PlExecutable *e);
+/* A readable dump of the loop IR of node_id's kernel(s); NULL if none. g_free it. */
+char          *pl_executable_plan_dump (PlExecutable *e, guint32 node_id);
+
+/* Generates the CUDA C of every kernel of g and compiles it with NVRTC —
+ * no GPU needed. arch NULL: "compute_90". *source (may be NULL) receives
+ * the CUDA source, *n_kernels the number of __global__ kernels. Fails with
+ * PL_ERROR_UNSUPPORTED when libnvrtc cannot be loaded. */
+bool           pl_cuda_compile_check   (const PlGraph *g, const char *arch, char **source, int *n_kernels,
+                                        GError **error);
+
+void           pl_run_report_free      (PlRunReport *r);
+/* Chrome-trace / Perfetto JSON: one complete event per kernel of the last
+ * run, plus a counter track of memory in use. */
+char          *pl_run_report_trace_json (const PlRunReport *r);
+char          *pl_run_report_json      (const PlRunReport *r);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (PlRunReport, pl_run_report_free)
+
+G_END_DECLS

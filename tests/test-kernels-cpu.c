@@ -1,0 +1,496 @@
+/* test-kernels-cpu.c — the generated C kernels and the runtime on the cpu
+ * backend, checked against the reference interpreter: every sample graph
+ * unfused and after the fusion pipeline, random graphs, hand-made fusions
+ * (broadcast and transpose index functions, layer norm and softmax as ONE
+ * kernel with several passes over a row), library kernels (GEMM with
+ * transpose flags and epilogues, convolution), fallbacks, the kernel cache,
+ * the memory plan and the report / trace JSON. Compiled objects are cached
+ * under the build directory, so a second run compiles nothing. */
+#include "builtin-passes.h"
+#include "fusion.h"
+#include "kernel-plan.h"
+#include "pass-manager.h"
+#include "random-graph.h"
+#include "runtime.h"
+#include "text-format.h"
+#include "test-util.h"
+
+#include <string.h>
+
+#define PIPELINE "simplify,decompose,reshape-sink,fuse-library,fuse-loops"
+
+static char *cache_dir;
+
+static PlGraph *
+parse (const char *text)
+{
+  g_autoptr (GError) error = NULL;
+  PlGraph *g = pl_text_parse (text, -1, "<test>", &error);
+  g_assert_no_error (error);
+  return g;
+}
+
+static PlGraph *
+fused (const PlGraph *g, const char *spec)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlPipeline) p = pl_pipeline_parse (spec, &error);
+  g_assert_no_error (error);
+  PlRunOptions o;
+  pl_run_options_init (&o);
+  g_autoptr (PlHistory) h = pl_pipeline_run (g, p, &o, &error);
+  g_assert_no_error (error);
+  PlStep *last = pl_history_step (h, pl_history_n_steps (h) - 1);
+  return pl_graph_copy (last->graph);
+}
+
+static PlExecutable *
+compile (const PlGraph *g)
+{
+  PlCompileOptions o;
+  pl_compile_options_init (&o, PL_BACKEND_CPU);
+  o.cache_dir = cache_dir;
+  g_autoptr (GError) error = NULL;
+  PlExecutable *e = pl_executable_new (g, &o, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (e);
+  return e;
+}
+
+/* Runs g on the cpu backend and the interpreter with the same random
+ * inputs; every output must agree. Returns the report (free it). */
+static PlRunReport *
+check_graph (const PlGraph *g, guint32 seed, double rtol, double atol)
+{
+  g_autoptr (GError) error = NULL;
+  PlTensor **in = pl_random_inputs (g, seed, 1, &error);
+  g_assert_no_error (error);
+  PlTensor **want = pl_interp_run (g, in, NULL, &error);
+  g_assert_no_error (error);
+  PlExecutable *e = compile (g);
+  PlRunReport *r = NULL;
+  PlTensor **got = pl_executable_run (e, in, 2, &r, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (got);
+  for (guint i = 0; i < g->outputs->len; i++)
+    {
+      double worst = 0;
+      if (!pl_tensor_allclose (got[i], want[i], rtol, atol, &worst))
+        {
+          g_autofree char *a = pl_tensor_summary (got[i], 6), *b = pl_tensor_summary (want[i], 6);
+          g_autofree char *text = pl_text_print (g);
+          g_printerr ("%s\noutput %u differs (worst %g):\n  cpu %s\n  ref %s\n", text, i, worst, a, b);
+          g_assert_not_reached ();
+        }
+    }
+  pl_interp_free_outputs (got, (int) g->outputs->len);
+  pl_interp_free_outputs (want, (int) g->outputs->len);
+  pl_interp_free_outputs (in, (int) g->inputs->len);
+  pl_executable_free (e);
+  return r;
+}
+
+static PlGraph *
+load_sample (const char *name)
+{
+  g_autofree char *rel = g_strdup_printf ("data/graphs/%s", name);
+  g_autofree char *path = pl_test_source_path (rel);
+  g_autoptr (GError) error = NULL;
+  PlGraph *g = pl_text_load (path, &error);
+  g_assert_no_error (error);
+  return g;
+}
+
+static int
+count_kind (const PlRunReport *r, const char *kind)
+{
+  int n = 0;
+  for (int i = 0; i < r->n_kernels; i++)
+    n += strcmp (r->kernels[i].kind, kind) == 0;
+  return n;
+}
+
+/* --- the sample graphs ------------------------------------------------------------------ */
+
+static void
+test_samples (gconstpointer data)
+{
+  const char *name = data;
+  g_autoptr (PlGraph) g = load_sample (name);
+  g_autoptr (PlRunReport) r = check_graph (g, 3, 1e-4, 1e-5);
+  g_assert_cmpint (r->n_kernels, >, 0);
+  g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
+
+  g_autoptr (PlGraph) f = fused (g, PIPELINE);
+  g_autoptr (PlRunReport) rf = check_graph (f, 3, 1e-4, 1e-5);
+  /* fusion reduces the launches, and nothing falls back or splits */
+  g_assert_cmpint (rf->n_kernels, <, r->n_kernels);
+  g_assert_cmpint (count_kind (rf, "fallback"), ==, 0);
+  g_assert_cmpint (count_kind (rf, "split"), ==, 0);
+  for (int i = 0; i < rf->n_kernels; i++)
+    g_assert_cmpint (rf->kernels[i].n_launches, ==, 1);
+}
+
+/* --- random graphs, unfused and fused ---------------------------------------------------------- */
+
+static void
+test_random (void)
+{
+  for (guint32 seed = 1; seed <= 8; seed++)
+    {
+      PlRandomGraphOptions o;
+      pl_random_graph_options_init (&o);
+      o.seed = seed;
+      o.n_nodes = 16;
+      g_autoptr (PlGraph) g = pl_random_graph (&o);
+      g_autoptr (PlRunReport) r = check_graph (g, seed, 1e-3, 1e-4);
+      g_autoptr (PlGraph) f = fused (g, PIPELINE);
+      g_autoptr (PlRunReport) rf = check_graph (f, seed, 1e-3, 1e-4);
+    }
+}
+
+/* --- hand-made kernels ---------------------------------------------------------------------- */
+
+/* Broadcast and transpose fold into the index functions of one loop. */
+static void
+test_index_functions (void)
+{
+  g_autoptr (PlGraph) g = parse (
+    "graph idx opset 17 {\n"
+    "  input a: f32[4, 8, 16]\n  input b: f32[16, 8]\n  input c: f32[4, 1, 1]\n"
+    "  const shape: i64[2] = [32, 16]\n"
+    "  bt: f32[8, 16] = Transpose(b) {perm=[1, 0]}\n"
+    "  s = Add(a, bt)\n  m = Mul(s, c)\n  r: f32[32, 16] = Reshape(m, shape)\n  y = Relu(r)\n  output y\n}\n");
+  g_autoptr (PlGraph) f = fused (g, "fuse-loops");
+  g_assert_cmpuint (f->nodes->len, ==, 1);
+  g_autoptr (PlRunReport) r = check_graph (f, 5, 1e-6, 1e-6);
+  g_assert_cmpint (r->n_kernels, ==, 1);
+  g_assert_cmpstr (r->kernels[0].kind, ==, "loop");
+  g_assert_cmpint (r->kernels[0].n_ops, ==, 5);
+
+  /* the plan, over y's dims: a read in place, b transposed, c broadcast; the
+   * reshape folds away */
+  PlNode *fn = g_ptr_array_index (f->nodes, 0);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", fn, &error);
+  g_assert_no_error (error);
+  g_autofree char *dump = pl_kernel_plan_dump (p);
+  g_assert_nonnull (strstr (dump, "loop dims [32, 16]"));
+  g_assert_nonnull (strstr (dump, "in0[(16 * c0 + c1)]"));
+  g_assert_nonnull (strstr (dump, "in1[((c0 % 8) + 8 * c1)]"));
+  g_assert_nonnull (strstr (dump, "in2[(c0 / 8)]"));
+  g_assert_nonnull (strstr (dump, "out0[(16 * c0 + c1)]"));
+}
+
+/* The nine ops of layer norm as one stitched fusion: one kernel, three
+ * passes over each row (mean; variance; normalize and store). */
+static void
+test_layer_norm_one_kernel (void)
+{
+  g_autoptr (PlGraph) g = load_sample ("layer_norm.graph");
+  int n;
+  g_autofree PlNode **order = pl_graph_topo_order (g, &n, NULL);
+  g_autoptr (GError) error = NULL;
+  PlNode *f = pl_fusion_create (g, order, n, PL_FUSION_KIND_INPUT, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (f);
+  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("ln", f, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (p->kind, ==, PL_PLAN_LOOP);
+  g_assert_cmpint (p->loop->n_passes, ==, 3);
+  g_assert_cmpint (p->loop->n_scratch, ==, 1);   /* d = x - mean, read again by the last pass */
+  g_assert_cmpint (p->loop->n_rows, ==, 512);
+  g_assert_cmpint (p->loop->row_len, ==, 256);
+  g_assert_cmpint (p->loop->reductions->len, ==, 2);
+
+  g_autoptr (PlRunReport) r = check_graph (g, 9, 1e-4, 1e-5);
+  g_assert_cmpint (r->n_kernels, ==, 1);
+  g_assert_cmpint (r->kernels[0].n_launches, ==, 1);
+  g_assert_cmpint (r->kernels[0].n_ops, ==, 9);
+}
+
+/* Softmax: max, then the sum of exp, then exp / sum — exp materialized in
+ * the row scratch between the passes. */
+static void
+test_softmax_one_kernel (void)
+{
+  g_autoptr (PlGraph) g = load_sample ("softmax.graph");
+  int n;
+  g_autofree PlNode **order = pl_graph_topo_order (g, &n, NULL);
+  g_autoptr (GError) error = NULL;
+  PlNode *f = pl_fusion_create (g, order, n, PL_FUSION_KIND_INPUT, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("sm", f, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (p->loop->n_passes, ==, 3);
+  g_assert_cmpint (p->loop->n_scratch, ==, 1);
+  g_autoptr (PlRunReport) r = check_graph (g, 4, 1e-5, 1e-6);
+  g_assert_cmpint (r->n_kernels, ==, 1);
+}
+
+/* Single ops of the reduce family, each one kernel. */
+static void
+test_reductions (void)
+{
+  g_autoptr (PlGraph) g = parse (
+    "graph red opset 17 {\n"
+    "  input x: f32[3, 5, 7, 4]\n"
+    "  const ax: i64[2] = [1, 2]\n"
+    "  s = ReduceSum(x, ax) {keepdims=0}\n"
+    "  m = ReduceMax(x) {axes=[0], keepdims=1}\n"
+    "  l = ReduceLogSumExp(x) {axes=[3], keepdims=0}\n"
+    "  p = ReduceL2(x) {axes=[1, 3], keepdims=1}\n"
+    "  a = ArgMax(x) {axis=2, keepdims=0}\n"
+    "  b = ArgMin(x) {axis=1, keepdims=1, select_last_index=1}\n"
+    "  sm = Softmax(x) {axis=1}\n"
+    "  ls = LogSoftmax(x) {axis=-1}\n"
+    "  hm = Hardmax(x) {axis=2}\n"
+    "  const sc: f32[4] = [1.0, 2.0, 0.5, -1.0]\n  const bi: f32[4] = [0.1, 0.2, 0.3, 0.4]\n"
+    "  ln, mean, inv = LayerNormalization(x, sc, bi) {axis=2, epsilon=0.001}\n"
+    "  all = ReduceMean(x) {keepdims=0}\n"
+    "  output s, m, l, p, a, b, sm, ls, hm, ln, mean, inv, all\n}\n");
+  g_autoptr (PlRunReport) r = check_graph (g, 11, 1e-4, 1e-5);
+  g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
+  g_assert_cmpint (r->n_kernels, ==, 11);
+}
+
+/* Few long rows: each pass's loop is the parallel one (reduction clauses
+ * combine the threads' partial results), scratch shared by the threads. */
+static void
+test_long_rows (void)
+{
+  g_autoptr (PlGraph) g = parse (
+    "graph lr opset 17 {\n  input x: f32[3, 70000]\n"
+    "  sm = Softmax(x) {axis=-1}\n  all = ReduceSum(x) {keepdims=0}\n  am = ArgMax(x) {axis=1}\n"
+    "  output sm, all, am\n}\n");
+  g_autoptr (PlRunReport) r = check_graph (g, 18, 1e-4, 1e-6);
+  g_autoptr (PlGraph) f = fused (g, "fuse-loops");
+  g_autoptr (PlRunReport) rf = check_graph (f, 18, 1e-4, 1e-6);
+  PlNode *sm = pl_graph_find_node (g, "sm");
+  PlExecutable *e = compile (g);
+  g_assert_nonnull (strstr (pl_executable_source (e, sm->id), "#pragma omp parallel for simd schedule(static) reduction(max:acc0)"));
+  pl_executable_free (e);
+}
+
+/* Elementwise ops of several dtypes: casts, comparisons, Where, Clip. */
+static void
+test_elementwise_dtypes (void)
+{
+  g_autoptr (PlGraph) g = parse (
+    "graph ew opset 17 {\n"
+    "  input x: f32[6, 10]\n  input y: f32[10]\n"
+    "  const lo: f32[] = -0.25\n  const hi: f32[] = 0.5\n  const two: f32[] = 2.0\n  const k: i64[] = 3\n"
+    "  c = Clip(x, lo, hi)\n  gt = Greater(x, y)\n  w = Where(gt, x, y)\n"
+    "  xi = Cast(x) {to=7}\n  t = Mul(x, two)\n  ti = Cast(t) {to=7}\n  sum = Add(ti, k)\n"
+    "  nb = Not(gt)\n  e = Exp(x)\n  th = Tanh(w)\n  er = Erf(x)\n  sg = Sigmoid(x)\n  ge = Gelu(x)\n"
+    "  hs = HardSwish(x)\n  lr = LeakyRelu(x) {alpha=0.2}\n  sp = Softplus(x)\n  ab = Abs(xi)\n  ng = Neg(sum)\n"
+    "  mx = Max(x, y, c)\n  mn = Min(x, y)\n  p = Pow(x, two)\n  sq = Sqrt(e)\n  lg = Log(e)\n"
+    "  output c, w, sum, nb, th, er, sg, ge, hs, lr, sp, ab, ng, mx, mn, p, sq, lg\n}\n");
+  g_autoptr (PlRunReport) r = check_graph (g, 12, 1e-4, 1e-5);
+  g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
+  g_autoptr (PlGraph) f = fused (g, "fuse-loops");
+  g_autoptr (PlRunReport) rf = check_graph (f, 12, 1e-4, 1e-5);
+  g_assert_cmpint (rf->n_kernels, <, r->n_kernels);
+}
+
+/* GEMMs: batched MatMul with broadcasting, Gemm with flags and C, a
+ * library fusion with transposes absorbed and a bias + GELU epilogue. */
+static void
+test_gemm (void)
+{
+  g_autoptr (PlGraph) g = parse (
+    "graph mm opset 17 {\n"
+    "  input a: f32[2, 3, 5, 7]\n  input b: f32[3, 7, 4]\n  input c: f32[6, 5]\n  input d: f32[4, 6]\n"
+    "  const bias: f32[4] = [0.5, -0.5, 1.0, 2.0]\n  const cc: f32[1, 4] = [1.0, 2.0, 3.0, 4.0]\n"
+    "  m = MatMul(a, b)\n  g1 = Gemm(c, d, cc) {transA=1, transB=1, alpha=0.5, beta=2.0}\n"
+    "  ct: f32[5, 6] = Transpose(c) {perm=[1, 0]}\n  dt: f32[6, 4] = Transpose(d) {perm=[1, 0]}\n"
+    "  m2 = MatMul(ct, dt)\n  m3 = Add(m2, bias)\n  y = Gelu(m3)\n"
+    "  const vv: f32[6] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]\n  mv = MatMul(vv, c)\n"
+    "  output m, g1, y, mv\n}\n");
+  g_autoptr (PlRunReport) r = check_graph (g, 13, 1e-4, 1e-5);
+  g_autoptr (PlGraph) f = fused (g, "fuse-library");
+  bool found = false;
+  for (guint i = 0; i < f->nodes->len; i++)
+    found |= ((PlNode *) f->nodes->pdata[i])->body != NULL;
+  g_assert_true (found);
+  g_autoptr (PlRunReport) rf = check_graph (f, 13, 1e-4, 1e-5);
+  int lib = 0;
+  for (int i = 0; i < rf->n_kernels; i++)
+    lib += rf->kernels[i].library;
+  g_assert_cmpint (lib, ==, 4);
+  g_assert_cmpint (count_kind (rf, "output"), ==, 1);
+}
+
+/* Convolutions: strides, padding, dilation, groups; with a bias + relu epilogue. */
+static void
+test_conv (void)
+{
+  g_autoptr (PlGraph) g = parse (
+    "graph cv opset 17 {\n"
+    "  input x: f32[2, 4, 9, 8]\n"
+    "  const w: f32[6, 2, 3, 3] = random(seed=1, lo=-0.5, hi=0.5)\n"
+    "  const b: f32[6] = [0.1, 0.2, -0.3, 0.4, 0.0, -1.0]\n"
+    "  const w1: f32[3, 4, 1, 1] = random(seed=2, lo=-0.5, hi=0.5)\n"
+    "  y = Conv(x, w, b) {group=2, strides=[2, 1], pads=[1, 2, 0, 1], dilations=[1, 2]}\n"
+    "  r = Relu(y)\n"
+    "  z = Conv(x, w1)\n"
+    "  output r, z\n}\n");
+  g_autoptr (PlRunReport) r = check_graph (g, 14, 1e-4, 1e-5);
+  g_autoptr (PlGraph) f = fused (g, "fuse-library");
+  g_autoptr (PlRunReport) rf = check_graph (f, 14, 1e-4, 1e-5);
+  g_assert_cmpint (rf->n_kernels, ==, 2);
+}
+
+/* An op without generated code runs its reference implementation, marked
+ * fallback, and its neighbours still run as kernels. */
+static void
+test_fallback (void)
+{
+  g_autoptr (PlGraph) g = parse (
+    "graph fb opset 17 {\n"
+    "  input x: f32[4, 6]\n  const idx: i64[3] = [2, 0, 3]\n"
+    "  e = Exp(x)\n  g = Gather(e, idx) {axis=0}\n  y = Relu(g)\n  output y\n}\n");
+  g_autoptr (PlRunReport) r = check_graph (g, 15, 1e-6, 1e-6);
+  g_assert_cmpint (r->n_kernels, ==, 3);
+  g_assert_true (r->kernels[1].fallback);
+  g_assert_cmpstr (r->kernels[1].kind, ==, "fallback");
+  g_assert_false (r->kernels[0].fallback);
+  g_autofree char *json = pl_run_report_json (r);
+  g_assert_nonnull (strstr (json, "\"fallback\": true"));
+}
+
+/* A fusion whose body is not one kernel (reductions over different rows)
+ * runs as the fewest runs of body nodes that each are one kernel: here
+ * ReduceSum over rows, then ReduceSum over columns with the Add: one table
+ * row, two launches, the right result. */
+static void
+test_split_fusion (void)
+{
+  g_autoptr (PlGraph) g = parse (
+    "graph sp opset 17 {\n"
+    "  input x: f32[4, 6]\n"
+    "  a = ReduceSum(x) {axes=[1], keepdims=1}\n  b = ReduceSum(x) {axes=[0], keepdims=1}\n"
+    "  c = Add(a, b)\n  output c\n}\n");
+  int n;
+  g_autofree PlNode **order = pl_graph_topo_order (g, &n, NULL);
+  g_autoptr (GError) error = NULL;
+  pl_fusion_create (g, order, n, PL_FUSION_KIND_INPUT, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlRunReport) r = check_graph (g, 16, 1e-5, 1e-6);
+  g_assert_cmpint (r->n_kernels, ==, 1);
+  g_assert_cmpstr (r->kernels[0].kind, ==, "split");
+  g_assert_cmpint (r->kernels[0].n_launches, ==, 2);
+}
+
+/* The second compile of the same graph loads the cached object. */
+static void
+test_cache (void)
+{
+  g_autoptr (PlGraph) g = parse ("graph c opset 17 {\n  input x: f32[3]\n  const k: f32[] = 0.125\n"
+                                 "  y = Mul(x, k)\n  z = Sin(y)\n  output z\n}\n");
+  g_autofree char *dir = g_build_filename (cache_dir, "fresh", NULL);
+  g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
+  g_assert_true (g_spawn_command_line_sync (rm, NULL, NULL, NULL, NULL));
+  PlCompileOptions o;
+  pl_compile_options_init (&o, PL_BACKEND_CPU);
+  o.cache_dir = dir;
+  g_autoptr (GError) error = NULL;
+  PlExecutable *a = pl_executable_new (g, &o, &error);
+  g_assert_no_error (error);
+  g_assert_false (pl_executable_cache_hit (a));
+  PlExecutable *b = pl_executable_new (g, &o, &error);
+  g_assert_no_error (error);
+  g_assert_true (pl_executable_cache_hit (b));
+  g_assert_cmpstr (pl_executable_full_source (a), ==, pl_executable_full_source (b));
+  PlNode *mul = pl_graph_find_node (g, "y");
+  g_assert_nonnull (strstr (pl_executable_source (a, mul->id), "#pragma omp simd"));
+  pl_executable_free (a);
+  pl_executable_free (b);
+}
+
+/* The memory plan: intermediates share the arena, views share their
+ * source, the timeline starts and ends with the inputs/outputs in use. */
+static void
+test_memory_and_trace (void)
+{
+  g_autoptr (PlGraph) g = parse (
+    "graph mem opset 17 {\n"
+    "  input x: f32[256, 256]\n  const s: i64[1] = [65536]\n"
+    "  a = Exp(x)\n  b = Sin(a)\n  c = Cos(b)\n  d = Reshape(c, s)\n  e = Neg(d)\n  output e\n}\n");
+  g_autoptr (PlRunReport) r = check_graph (g, 17, 1e-5, 1e-6);
+  int64_t t = 256 * 256 * 4;
+  g_assert_cmpint (r->n_kernels, ==, 4);          /* the Reshape is a view */
+  g_assert_cmpint (r->peak_bytes, ==, 2 * t);       /* each step's input and output; x freed after Exp */
+  g_assert_cmpint (r->arena_bytes, ==, 2 * t);      /* a and c share a place; b and e another */
+  g_assert_cmpint (r->memory[0].bytes, ==, t);
+  g_assert_cmpint (r->memory[r->n_memory - 1].bytes, ==, t);
+  g_assert_cmpint (r->n_events, ==, 4);
+  g_autofree char *trace = pl_run_report_trace_json (r);
+  g_assert_nonnull (strstr (trace, "\"traceEvents\""));
+  g_assert_nonnull (strstr (trace, "\"ph\": \"X\""));
+  g_assert_nonnull (strstr (trace, "\"ph\": \"C\""));
+  g_autofree char *json = pl_run_report_json (r);
+  g_assert_nonnull (strstr (json, "\"kernels\": ["));
+}
+
+/* Inputs of the wrong shape are an error, not a crash. */
+static void
+test_bad_input (void)
+{
+  g_autoptr (PlGraph) g = parse ("graph b opset 17 {\n  input x: f32[3]\n  y = Exp(x)\n  output y\n}\n");
+  PlExecutable *e = compile (g);
+  g_autoptr (PlTensor) t = pl_test_tensor (PL_DTYPE_F32, 1, PL_DIMS (4), NULL);
+  g_autoptr (GError) error = NULL;
+  PlTensor *in[1] = { t };
+  g_assert_null (pl_executable_run (e, in, 1, NULL, &error));
+  g_assert_error (error, PL_ERROR, PL_ERROR_EXEC);
+  pl_executable_free (e);
+
+  g_autoptr (PlGraph) sym = parse ("graph s opset 17 {\n  input x: f32[N]\n  y = Exp(x)\n  output y\n}\n");
+  PlCompileOptions o;
+  pl_compile_options_init (&o, PL_BACKEND_CPU);
+  o.cache_dir = cache_dir;
+  g_clear_error (&error);
+  g_assert_null (pl_executable_new (sym, &o, &error));
+  g_assert_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  pl_passes_init ();
+  const char *build = g_getenv ("PASSLAB_BUILD_DIR");
+  cache_dir = g_build_filename (build ? build : g_get_tmp_dir (), "kernel-cache-tests", NULL);
+  char *why = NULL;
+  if (!pl_backend_available (PL_BACKEND_CPU, &why))
+    {
+      g_test_message ("no cpu backend: %s", why);
+      return 77;
+    }
+  static const char *const samples[] = { "layer_norm.graph", "softmax.graph", "group_norm.graph",
+                                         "ghost_batch_norm.graph", "gelu_mlp.graph", "resnet_block.graph",
+                                         "transformer_block.graph" };
+  for (size_t i = 0; i < G_N_ELEMENTS (samples); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/Passlab/KernelsCpu/sample/%s", samples[i]);
+      g_test_add_data_func (path, samples[i], test_samples);
+    }
+  g_test_add_func ("/Passlab/KernelsCpu/random", test_random);
+  g_test_add_func ("/Passlab/KernelsCpu/index-functions", test_index_functions);
+  g_test_add_func ("/Passlab/KernelsCpu/layer-norm-one-kernel", test_layer_norm_one_kernel);
+  g_test_add_func ("/Passlab/KernelsCpu/softmax-one-kernel", test_softmax_one_kernel);
+  g_test_add_func ("/Passlab/KernelsCpu/reductions", test_reductions);
+  g_test_add_func ("/Passlab/KernelsCpu/long-rows", test_long_rows);
+  g_test_add_func ("/Passlab/KernelsCpu/elementwise-dtypes", test_elementwise_dtypes);
+  g_test_add_func ("/Passlab/KernelsCpu/gemm", test_gemm);
+  g_test_add_func ("/Passlab/KernelsCpu/conv", test_conv);
+  g_test_add_func ("/Passlab/KernelsCpu/fallback", test_fallback);
+  g_test_add_func ("/Passlab/KernelsCpu/split-fusion", test_split_fusion);
+  g_test_add_func ("/Passlab/KernelsCpu/cache", test_cache);
+  g_test_add_func ("/Passlab/KernelsCpu/memory-and-trace", test_memory_and_trace);
+  g_test_add_func ("/Passlab/KernelsCpu/bad-input", test_bad_input);
+  int status = g_test_run ();
+  g_free (cache_dir);
+  return status;
+}

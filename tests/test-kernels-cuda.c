@@ -1,0 +1,300 @@
+/* test-kernels-cuda.c — the CUDA backend. Without a GPU: the generated CUDA
+ * C of every sample graph (unfused, loop-fused and stitched) and of
+ * hand-made kernels compiles with NVRTC (skipped when libnvrtc cannot be
+ * loaded), and the thread mapping follows the plan (a block per long row,
+ * warps for short rows, the stitch pass's attributes when present). With a
+ * GPU (pl_backend_available), the same graphs run and agree with the
+ * reference interpreter. */
+#include "builtin-passes.h"
+#include "codegen.h"
+#include "fusion.h"
+#include "kernel-plan.h"
+#include "pass-manager.h"
+#include "runtime.h"
+#include "text-format.h"
+#include "test-util.h"
+
+#include <string.h>
+
+static bool have_nvrtc;
+static bool have_gpu;
+
+static PlGraph *
+load_sample (const char *name)
+{
+  g_autofree char *rel = g_strdup_printf ("data/graphs/%s", name);
+  g_autofree char *path = pl_test_source_path (rel);
+  g_autoptr (GError) error = NULL;
+  PlGraph *g = pl_text_load (path, &error);
+  g_assert_no_error (error);
+  return g;
+}
+
+static PlGraph *
+parse (const char *text)
+{
+  g_autoptr (GError) error = NULL;
+  PlGraph *g = pl_text_parse (text, -1, "<test>", &error);
+  g_assert_no_error (error);
+  return g;
+}
+
+static PlGraph *
+fused (const PlGraph *g, const char *spec)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlPipeline) p = pl_pipeline_parse (spec, &error);
+  g_assert_no_error (error);
+  PlRunOptions o;
+  pl_run_options_init (&o);
+  g_autoptr (PlHistory) h = pl_pipeline_run (g, p, &o, &error);
+  g_assert_no_error (error);
+  return pl_graph_copy (pl_history_step (h, pl_history_n_steps (h) - 1)->graph);
+}
+
+/* NVRTC-compiles g's kernels; returns the CUDA source. */
+static char *
+compile_check (const PlGraph *g, int min_kernels)
+{
+  g_autoptr (GError) error = NULL;
+  char *source = NULL;
+  int n = 0;
+  bool ok = pl_cuda_compile_check (g, "compute_90", &source, &n, &error);
+  if (!ok)
+    g_printerr ("%s\n", source ? source : "");
+  g_assert_no_error (error);
+  g_assert_true (ok);
+  g_assert_cmpint (n, >=, min_kernels);
+  return source;
+}
+
+/* With a GPU: runs g on cuda and compares with the interpreter. */
+static void
+run_on_gpu (const PlGraph *g)
+{
+  if (!have_gpu)
+    return;
+  g_autoptr (GError) error = NULL;
+  PlTensor **in = pl_random_inputs (g, 5, 1, &error);
+  g_assert_no_error (error);
+  PlTensor **want = pl_interp_run (g, in, NULL, &error);
+  g_assert_no_error (error);
+  PlCompileOptions o;
+  pl_compile_options_init (&o, PL_BACKEND_CUDA);
+  PlExecutable *e = pl_executable_new (g, &o, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlRunReport) r = NULL;
+  PlTensor **got = pl_executable_run (e, in, 2, &r, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < g->outputs->len; i++)
+    pl_test_assert_close (got[i], want[i], 1e-4, 1e-5);
+  pl_interp_free_outputs (got, (int) g->outputs->len);
+  pl_interp_free_outputs (want, (int) g->outputs->len);
+  pl_interp_free_outputs (in, (int) g->inputs->len);
+  pl_executable_free (e);
+}
+
+static void
+test_samples (gconstpointer data)
+{
+  if (!have_nvrtc)
+    {
+      g_test_skip ("libnvrtc cannot be loaded");
+      return;
+    }
+  g_autoptr (PlGraph) g = load_sample (data);
+  g_autofree char *a = compile_check (g, 1);
+  run_on_gpu (g);
+  g_autoptr (PlGraph) f = fused (g, "simplify,decompose,reshape-sink,fuse-library,fuse-loops");
+  g_autofree char *b = compile_check (f, 1);
+  run_on_gpu (f);
+  if (pl_pass_find ("stitch"))
+    {
+      g_autoptr (PlGraph) s = fused (g, "simplify,decompose,reshape-sink,fuse-library,stitch");
+      g_autofree char *c = compile_check (s, 1);
+      run_on_gpu (s);
+    }
+}
+
+/* The kernel of one fusion node, generated for CUDA. */
+static char *
+cuda_of (const PlNode *node, PlCudaLaunch *launch)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", node, &error);
+  g_assert_no_error (error);
+  GString *s = g_string_new (NULL);
+  g_assert_cmpint (pl_codegen_cuda_kernel (s, p, 132, launch), >=, 1);
+  return g_string_free (s, FALSE);
+}
+
+static PlNode *
+fuse_all (PlGraph *g, const char *kind)
+{
+  int n;
+  g_autofree PlNode **order = pl_graph_topo_order (g, &n, NULL);
+  g_autoptr (GError) error = NULL;
+  PlNode *f = pl_fusion_create (g, order, n, kind, &error);
+  g_assert_no_error (error);
+  return f;
+}
+
+/* Layer norm rows of 256: a warp per row, several rows per block, shuffles
+ * only; 4096-long rows: a block per row with a shared-memory second level. */
+static void
+test_mapping (void)
+{
+  g_autoptr (PlGraph) g = load_sample ("layer_norm.graph");
+  PlNode *f = fuse_all (g, PL_FUSION_KIND_INPUT);
+  PlCudaLaunch l[2];
+  g_autofree char *src = cuda_of (f, l);
+  g_assert_cmpint (l[0].block, ==, 256);
+  g_assert_cmpint (l[0].grid, >=, 1);
+  g_assert_nonnull (strstr (src, "pl_shfl"));
+  g_assert_null (strstr (src, "__syncthreads"));
+  g_assert_cmpint (l[0].shared_bytes, ==, 8 * 256 * 8);   /* d materialized: 8 rows x 256 */
+  pl_cuda_launch_clear (&l[0]);
+
+  g_autoptr (PlGraph) big = parse (
+    "graph sm opset 17 {\n  input x: f32[64, 4096]\n  m = ReduceMax(x) {axes=[1]}\n  s = Sub(x, m)\n"
+    "  e = Exp(s)\n  t = ReduceSum(e) {axes=[1]}\n  y = Div(e, t)\n  output y\n}\n");
+  PlNode *fb = fuse_all (big, PL_FUSION_KIND_INPUT);
+  g_autofree char *src2 = cuda_of (fb, l);
+  g_assert_cmpint (l[0].block, ==, 512);
+  g_assert_nonnull (strstr (src2, "__syncthreads"));
+  g_assert_cmpint (l[0].shared_bytes, ==, 4096 * 8);
+  pl_cuda_launch_clear (&l[0]);
+
+  /* the stitch pass's mapping wins */
+  pl_node_set_attr_int (fb, "block_size", 128);
+  pl_node_set_attr_int (fb, "rows_per_block", 1);
+  g_autofree char *src3 = cuda_of (fb, l);
+  g_assert_cmpint (l[0].block, ==, 128);
+  pl_cuda_launch_clear (&l[0]);
+  /* 4 rows of 64 threads in a block of 256: a row's two warps combine */
+  pl_node_set_attr_int (fb, "block_size", 256);
+  pl_node_set_attr_int (fb, "rows_per_block", 4);
+  g_autofree char *src4 = cuda_of (fb, l);
+  g_assert_nonnull (strstr (src4, "for (int w = sub * 2; w < (sub + 1) * 2; w++)"));
+  /* 4 rows' scratch (128 KiB) exceeds shared memory: global scratch, one slot per resident row */
+  g_assert_cmpint (l[0].shared_bytes, ==, 0);
+  g_assert_cmpint (l[0].scratch_bytes, ==, l[0].grid * 4 * 4096 * 8);
+  g_assert_nonnull (strstr (src4, "(scratch + (((int64_t) blockIdx.x * 4 + sub)"));
+  pl_cuda_launch_clear (&l[0]);
+  if (have_nvrtc)
+    {
+      g_autoptr (PlGraph) copy = pl_graph_copy (big);
+      g_autofree char *c = compile_check (copy, 1);
+    }
+
+  if (have_nvrtc)
+    {
+      g_autofree char *a = compile_check (g, 1);
+      g_autofree char *b = compile_check (big, 1);
+      run_on_gpu (big);
+    }
+}
+
+/* Every dtype and reduction kind the generator handles compiles. */
+static void
+test_dtypes_and_reductions (void)
+{
+  if (!have_nvrtc)
+    {
+      g_test_skip ("libnvrtc cannot be loaded");
+      return;
+    }
+  g_autoptr (PlGraph) g = parse (
+    "graph d opset 17 {\n"
+    "  input x: f32[6, 10, 3]\n  input y: f64[6, 10]\n"
+    "  const two: f32[] = 2.0\n  const k: i64[] = 3\n"
+    "  xi = Cast(x) {to=7}\n  s = Add(xi, k)\n  a = ArgMax(x) {axis=1, keepdims=0}\n"
+    "  b = ArgMin(x) {axis=1, select_last_index=1}\n  p = ReduceProd(s) {axes=[1]}\n  m = ReduceMin(s) {axes=[0, 2]}\n"
+    "  l = ReduceLogSumExp(y) {axes=[1]}\n  h = Hardmax(x) {axis=1}\n  c = Greater(x, two)\n  n = Not(c)\n"
+    "  w = Where(n, x, two)\n  t = Tanh(w)\n  e = Erf(y)\n  all = ReduceSum(x) {keepdims=0}\n"
+    "  output a, b, p, m, l, h, t, e, all\n}\n");
+  g_autofree char *src = compile_check (g, 9);
+  run_on_gpu (g);
+  g_autoptr (PlGraph) f = fused (g, "fuse-loops");
+  g_autofree char *src2 = compile_check (f, 1);
+  run_on_gpu (f);
+}
+
+/* Library kernels: the epilogue of a GEMM and a direct convolution. */
+static void
+test_library (void)
+{
+  if (!have_nvrtc)
+    {
+      g_test_skip ("libnvrtc cannot be loaded");
+      return;
+    }
+  g_autoptr (PlGraph) g = parse (
+    "graph lib opset 17 {\n"
+    "  input x: f32[2, 4, 9, 8]\n  input a: f32[5, 7]\n  input b: f32[7, 3]\n"
+    "  const w: f32[6, 2, 3, 3] = random(seed=1, lo=-0.5, hi=0.5)\n  const cb: f32[6] = [1, 2, 3, 4, 5, 6]\n"
+    "  const bias: f32[3] = [0.5, -0.5, 1.0]\n"
+    "  y = Conv(x, w, cb) {group=2, strides=[2, 1], pads=[1, 1, 1, 1]}\n  r = Relu(y)\n"
+    "  m = MatMul(a, b)\n  mb = Add(m, bias)\n  t = Tanh(mb)\n  output r, t\n}\n");
+  g_autoptr (PlGraph) f = fused (g, "fuse-library");
+  g_autofree char *src = compile_check (f, 3);
+  g_assert_nonnull (strstr (src, "_conv ("));
+  run_on_gpu (f);
+}
+
+/* Without a driver the backend says why, and nothing crashes. */
+static void
+test_unavailable (void)
+{
+  char *why = NULL;
+  bool ok = pl_backend_available (PL_BACKEND_CUDA, &why);
+  if (ok)
+    {
+      g_test_skip ("a GPU is present");
+      return;
+    }
+  g_assert_nonnull (why);
+  g_test_message ("cuda: %s", why);
+  g_autoptr (PlGraph) g = parse ("graph u opset 17 {\n  input x: f32[3]\n  y = Exp(x)\n  output y\n}\n");
+  PlCompileOptions o;
+  pl_compile_options_init (&o, PL_BACKEND_CUDA);
+  g_autoptr (GError) error = NULL;
+  g_assert_null (pl_executable_new (g, &o, &error));
+  g_assert_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED);
+  g_assert_nonnull (strstr (error->message, why));
+  g_free (why);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  pl_passes_init ();
+  char *why = NULL;
+  PlGraph *probe = pl_graph_new ("probe");
+  g_autoptr (GError) error = NULL;
+  /* an empty graph compiles to an empty module: a cheap probe for NVRTC */
+  have_nvrtc = pl_cuda_compile_check (probe, NULL, NULL, NULL, &error);
+  if (!have_nvrtc && !g_error_matches (error, PL_ERROR, PL_ERROR_UNSUPPORTED))
+    g_error ("the CUDA prelude does not compile: %s", error->message);
+  if (!have_nvrtc)
+    g_test_message ("no NVRTC: %s", error->message);
+  pl_graph_free (probe);
+  have_gpu = pl_backend_available (PL_BACKEND_CUDA, &why);
+  if (!have_gpu)
+    g_test_message ("no GPU run: %s", why);
+  g_free (why);
+  static const char *const samples[] = { "layer_norm.graph", "softmax.graph", "group_norm.graph",
+                                         "ghost_batch_norm.graph", "gelu_mlp.graph", "resnet_block.graph",
+                                         "transformer_block.graph" };
+  for (size_t i = 0; i < G_N_ELEMENTS (samples); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/Passlab/KernelsCuda/sample/%s", samples[i]);
+      g_test_add_data_func (path, samples[i], test_samples);
+    }
+  g_test_add_func ("/Passlab/KernelsCuda/mapping", test_mapping);
+  g_test_add_func ("/Passlab/KernelsCuda/dtypes-and-reductions", test_dtypes_and_reductions);
+  g_test_add_func ("/Passlab/KernelsCuda/library", test_library);
+  g_test_add_func ("/Passlab/KernelsCuda/unavailable", test_unavailable);
+  return g_test_run ();
+}
