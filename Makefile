@@ -1,5 +1,5 @@
 # passlab — the two commands a fresh Debian/Ubuntu machine needs:
-#   make run    install what is missing, build, open passlab on a sample
+#   make run    install what is missing, build, open the workbench on a sample
 #   make test   install what is missing, build, run every test
 #
 # Packages come from apt (as root, or through sudo). Nothing is downloaded
@@ -36,8 +36,13 @@ build: deps
 	ninja -C $(BUILDDIR)
 
 run: build
-	$(BUILDDIR)/app/passlab-cli info $(SAMPLE)
-	$(BUILDDIR)/app/passlab-cli exec $(SAMPLE) --random-inputs 1
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
+	  $(BUILDDIR)/app/passlab $(SAMPLE); \
+	else \
+	  echo "No display: showing the sample with passlab-cli instead of the workbench."; \
+	  $(BUILDDIR)/app/passlab-cli info $(SAMPLE) && \
+	  $(BUILDDIR)/app/passlab-cli run $(SAMPLE) --passes simplify,decompose,reshape-sink,fuse-library,fuse-loops --check; \
+	fi
 
 test: build
 	@meson test -C $(BUILDDIR) --print-errorlogs --num-processes 2 > $(BUILDDIR)/test-output.txt 2>&1; \
