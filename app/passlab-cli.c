@@ -29,8 +29,8 @@ static const CommandInfo commands[] = {
     "print the graph in the .graph text format" },
   { "convert",     pl_cli_convert,     "convert FILE -o OUT.{graph,onnx,dot}",
     "convert between formats (by OUT's extension)" },
-  { "exec",        pl_cli_exec,        "exec FILE [--inputs F.pb ...]",
-    "run the graph with the reference interpreter" },
+  { "exec",        pl_cli_exec,        "exec FILE [--backend reference|cpu|cuda] [--inputs F.pb ...]",
+    "run the graph on a backend; per-kernel timings" },
   { "conformance", pl_cli_conformance, "conformance [--expect LIST] DIR...",
     "run ONNX backend test folders" },
   { "run",         pl_cli_run,         "run FILE --passes A,B,C | --script P.lua",
@@ -43,6 +43,8 @@ static const CommandInfo commands[] = {
     "run a Lua script with the passlab module" },
   { "timing",      pl_cli_timing,      "timing FILE [--passes A,B] [--top N]",
     "timing analysis: tensor arrival/required times and slack per edge" },
+  { "bench",       pl_cli_bench,       "bench FILE [--backend B] [--variants none,loops,stitch]",
+    "time a graph unfused, loop-fused and stitched" },
 };
 
 static void

@@ -895,7 +895,7 @@ plan_library (const char *name, PlNode *lib, PlNode *const *nodes, int n, PlValu
           for (int k = 0; k < p->loop->rank; k++)
             c[k] = pl_idx_coord (p->loop->arena, k);
           const PlIdx *self = pl_idx_linearize (p->loop->arena, p->loop->rank, c, p->loop->dims);
-          p->in_place = !pl_value_is_output (L.lib_value);
+          p->in_place = !pl_value_is_output (L.lib_value) && outputs[0]->dtype == L.lib_value->dtype;
           for (int o = 0; o < n_out; o++)
             p->in_place &= outputs[o] != L.lib_value;
           for (guint i = 0; i < p->loop->instrs->len; i++)

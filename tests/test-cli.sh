@@ -276,5 +276,18 @@ check "lua --timeout stops an endless loop" eval 'status_is 1 && err_has "time l
 run fuzz --graphs 20 --seed 7 --out "$TMP" --quiet
 check "fuzz 20 graphs through every pass" eval 'status_is 0 && out_has "20 passed, 0 failed"'
 
+# --- backends -------------------------------------------------------------------------
+LN="$SRC/data/graphs/layer_norm.graph"
+run exec "$LN" --backend cpu --passes simplify,decompose,stitch --cache-dir "$TMP/kc" --trace "$TMP/trace.json"
+check "exec on the cpu backend prints per-kernel totals and a trace" eval 'status_is 0 && out_has "total" && grep -q traceEvents "$TMP/trace.json"'
+run bench "$LN" --backend cpu --repeat 1 --cache-dir "$TMP/kc"
+check "bench unfused / loops / stitch" status_is 0
+run exec "$LN" --backend cuda --show-source fusion_0 --passes simplify,decompose,stitch
+check "CUDA source is viewable without a GPU" eval 'status_is 0 && out_has "__global__"'
+if ! ls /dev/nvidia0 >/dev/null 2>&1; then
+  run exec "$LN" --backend cuda
+  check "exec --backend cuda without a GPU fails cleanly" eval 'status_is 1 && err_has "not available"'
+fi
+
 echo "1..$n"
 [ "$failures" -eq 0 ]
