@@ -13,7 +13,7 @@ MESON_OPTS ?=
 DEPS = meson ninja-build pkg-config gcc libc6-dev python3 \
        libglib2.0-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata \
        liblua5.4-dev libgtk-4-dev libgraphviz-dev graphviz libopenblas-dev \
-       xvfb xauth
+       xvfb xauth dbus-daemon librsvg2-common adwaita-icon-theme appstream
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

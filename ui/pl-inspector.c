@@ -687,7 +687,7 @@ show_step (PlInspector *self, const PlStep *step, int index)
   GString *s = g_string_new (NULL);
   if (step->args_text && *step->args_text)
     g_string_append_printf (s, "parameters: %s\n", step->args_text);
-  if (step->diff)
+  if (step->diff && step->changed)
     g_string_append_printf (s, "%u added, %u removed, %u changed\n", step->diff->added->len,
                             step->diff->removed->len, step->diff->changed->len);
   if (index > 0 && !step->changed)
