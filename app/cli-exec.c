@@ -192,7 +192,38 @@ pl_cli_print_kernel_table (const PlRunReport *r)
   double gbps = r->total_ms > 0 ? (double) pl_cli_report_bytes (r) / (r->total_ms * 1e6) : 0;
   printf ("total: %d kernels, %d launches, %.4f ms per run (median of %d; kernels sum %.4f ms), %s moved, %.2f GB/s, "
           "peak memory %s (arena %s)\n", r->n_kernels, launches, r->total_ms, r->repeats, sum, moved, gbps, peak, arena);
+  g_autofree char *host = pl_cli_human_bytes (r->host_peak_bytes);
+  g_autofree char *pool = pl_cli_human_bytes (r->host_pool_bytes);
+  g_autofree char *copied = pl_cli_human_bytes (r->copy_bytes);
+  g_autofree char *budget = r->device_budget > 0 ? pl_cli_human_bytes (r->device_budget) : g_strdup ("none");
+  g_autofree char *ws = pl_cli_human_bytes (r->workspace_bytes);
+  printf ("memory: device peak %s (arena %s, kernel workspace %s, budget %s), host peak %s (pool %s); "
+          "%d swap copies, %s, copy %.4f ms, wait %.4f ms%s\n", peak, arena, ws, budget, host, pool, r->n_copies, copied, r->copy_ms,
+          r->wait_ms, r->backend == PL_BACKEND_CPU && r->n_copies ? " (cpu: copies are synchronous, wait = copy)" : "");
   printf ("device: %s\n", r->device ? r->device : pl_backend_name (r->backend));
+}
+
+/* "3MiB", "512 KiB", "2.5GB", "1000000": bytes (binary units for KiB/MiB/GiB and K/M/G, decimal for kB/MB/GB). */
+static bool
+parse_bytes (const char *text, int64_t *out)
+{
+  char *end = NULL;
+  double v = g_ascii_strtod (text, &end);
+  if (end == text || v <= 0)
+    return false;
+  while (*end == ' ')
+    end++;
+  static const struct { const char *unit; double scale; } units[] = {
+    { "", 1 }, { "B", 1 }, { "K", 1024.0 }, { "KiB", 1024.0 }, { "kB", 1e3 }, { "M", 1048576.0 },
+    { "MiB", 1048576.0 }, { "MB", 1e6 }, { "G", 1073741824.0 }, { "GiB", 1073741824.0 }, { "GB", 1e9 },
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS (units); i++)
+    if (g_ascii_strcasecmp (end, units[i].unit) == 0 && (strcmp (units[i].unit, "") != 0 || *end == '\0'))
+      {
+        *out = (int64_t) (v * units[i].scale);
+        return *out > 0;
+      }
+  return false;
 }
 
 static bool
@@ -233,7 +264,7 @@ pl_cli_exec (int argc, char **argv)
   gint64 sym_size = 1;
   g_autofree char *save_dir = NULL;
   g_autofree char *backend_name = NULL, *passes = NULL, *trace_path = NULL, *report_path = NULL;
-  g_autofree char *show = NULL, *cache_dir = NULL;
+  g_autofree char *show = NULL, *cache_dir = NULL, *budget_text = NULL;
   g_auto (GStrv) params = NULL;
   int repeat = 0, threads = 0;
   const GOptionEntry entries[] = {
@@ -258,6 +289,9 @@ pl_cli_exec (int argc, char **argv)
       "Print the generated code of node NODE's kernel (after the passes) for the backend and exit; "
       "needs no compiler or GPU", "NODE" },
     { "threads", 't', 0, G_OPTION_ARG_INT, &threads, "cpu: OpenMP threads (default: all cores)", "N" },
+    { "device-budget", 0, 0, G_OPTION_ARG_STRING, &budget_text,
+      "cpu/cuda: device memory the memory plan may use (e.g. 3MiB); fails if it needs more "
+      "(the swap pass, --param swap.budget=..., makes it need less)", "BYTES" },
     { "cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &cache_dir,
       "cpu: where compiled kernels are cached (default $XDG_CACHE_HOME/passlab/kernels)", "DIR" },
     { NULL }
@@ -285,6 +319,9 @@ pl_cli_exec (int argc, char **argv)
     return pl_cli_fail ("--threads must be >= 0");
   if (repeat == 0)
     repeat = backend == PL_BACKEND_REFERENCE ? 1 : 10;
+  int64_t device_budget = 0;
+  if (budget_text && !parse_bytes (budget_text, &device_budget))
+    return pl_cli_fail ("--device-budget takes a size such as 3MiB, 512KiB or 1000000 (bytes)");
 
   g_autoptr (GError) error = NULL;
   g_autoptr (PlGraph) loaded = pl_cli_load (argv[1], &error);
@@ -298,6 +335,7 @@ pl_cli_exec (int argc, char **argv)
   pl_compile_options_init (&copt, backend);
   copt.cache_dir = cache_dir;
   copt.threads = threads;
+  copt.device_budget = device_budget;
   copt.generate_only = show != NULL;   /* showing the code needs no compiler and no GPU */
   PlExecutable *exe = pl_executable_new (g, &copt, &error);
   if (exe == NULL)

@@ -6,6 +6,9 @@
  *
  * One context per process: the device's primary context (cuDevicePrimaryCtxRetain),
  * the default stream, a cuBLAS handle. Launch timings are CUDA events.
+ * Swap copies run on a second, non-blocking stream (created on first use)
+ * between the arena and pinned host memory; the two streams are ordered by
+ * events only (cuStreamWaitEvent).
  */
 #define G_LOG_DOMAIN "passlab"
 #include "runtime-private.h"
@@ -176,6 +179,13 @@ struct _PlCudaContext {
   CUresult (*event_elapsed) (float *, CUevent, CUevent);
   CUresult (*ctx_sync) (void);
   CUresult (*error_string) (CUresult, const char **);
+  CUresult (*host_alloc) (void **, size_t, unsigned);
+  CUresult (*host_free) (void *);
+  CUresult (*htod_async) (CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*dtoh_async) (void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*stream_create) (CUstream *, unsigned);
+  CUresult (*stream_wait_event) (CUstream, CUevent, unsigned);
+  CUstream        copy_stream;
   cublasStatus_t (*blas_sgemm) (cublasHandle_t, int, int, int, int, int, const float *, const float *, int,
                                 const float *, int, const float *, float *, int);
   cublasStatus_t (*blas_dgemm) (cublasHandle_t, int, int, int, int, int, const double *, const double *, int,
@@ -242,7 +252,10 @@ open_driver (char **why)
             SYM (h, c->dtoh, "cuMemcpyDtoH_v2") && SYM (h, c->event_create, "cuEventCreate") &&
             SYM (h, c->event_record, "cuEventRecord") && SYM (h, c->event_sync, "cuEventSynchronize") &&
             SYM (h, c->event_elapsed, "cuEventElapsedTime") && SYM (h, c->ctx_sync, "cuCtxSynchronize") &&
-            SYM (h, c->error_string, "cuGetErrorString");
+            SYM (h, c->error_string, "cuGetErrorString") && SYM (h, c->host_alloc, "cuMemHostAlloc") &&
+            SYM (h, c->host_free, "cuMemFreeHost") && SYM (h, c->htod_async, "cuMemcpyHtoDAsync_v2") &&
+            SYM (h, c->dtoh_async, "cuMemcpyDtoHAsync_v2") && SYM (h, c->stream_create, "cuStreamCreate") &&
+            SYM (h, c->stream_wait_event, "cuStreamWaitEvent");
   int count = 0;
   if (!ok)
     *why = g_strdup ("libcuda.so.1 lacks an entry point (driver too old?)");
@@ -479,4 +492,47 @@ bool
 pl_cuda_sync (PlCudaContext *c, GError **error)
 {
   return cu_check (c, c->ctx_sync (), "cuCtxSynchronize", error);
+}
+
+/* --- swapping: pinned host memory, the copy stream ------------------------------------- */
+
+#define CU_STREAM_NON_BLOCKING 0x1   /* no implicit synchronization with the legacy default stream */
+
+void *
+pl_cuda_host_alloc (PlCudaContext *c, size_t bytes, GError **error)
+{
+  void *p = NULL;
+  return cu_check (c, c->host_alloc (&p, MAX (bytes, 1), 0), "cuMemHostAlloc", error) ? p : NULL;
+}
+
+void
+pl_cuda_host_free (PlCudaContext *c, void *p)
+{
+  if (p)
+    c->host_free (p);
+}
+
+bool
+pl_cuda_copy_async (PlCudaContext *c, bool to_host, void *host, guint64 dev, size_t bytes, int after, int start,
+                    int end, GError **error)
+{
+  if (!c->copy_stream && !cu_check (c, c->stream_create (&c->copy_stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate", error))
+    return false;
+  CUstream s = c->copy_stream;
+  if (!cu_check (c, c->stream_wait_event (s, c->events[after], 0), "cuStreamWaitEvent", error) ||
+      !cu_check (c, c->event_record (c->events[start], s), "cuEventRecord", error))
+    return false;
+  if (bytes > 0)
+    {
+      CUresult r = to_host ? c->dtoh_async (host, dev, bytes, s) : c->htod_async (dev, host, bytes, s);
+      if (!cu_check (c, r, to_host ? "cuMemcpyDtoHAsync" : "cuMemcpyHtoDAsync", error))
+        return false;
+    }
+  return cu_check (c, c->event_record (c->events[end], s), "cuEventRecord", error);
+}
+
+bool
+pl_cuda_wait_event (PlCudaContext *c, int event, GError **error)
+{
+  return cu_check (c, c->stream_wait_event (NULL, c->events[event], 0), "cuStreamWaitEvent", error);
 }

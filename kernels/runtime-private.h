@@ -28,6 +28,8 @@ typedef struct {
   int        first, last;   /* the steps that make it and read it last (roots: over all aliases) */
   int64_t    offset;        /* in the arena (TEMP, and INPUT on cuda); -1 when not there */
   guint64    device;        /* cuda: CONST allocations */
+  bool       host;          /* a SwapOut output: lives in the host pool, not the arena */
+  int64_t    host_offset;   /* in the host pool (host buffers) */
   const char *name;
 } Buffer;
 
@@ -45,7 +47,12 @@ typedef struct {
   gpointer        cu_fn[2];    /* cuda: loop kernel, convolution */
   PlCudaLaunch    launch[2];
   char           *source;      /* the generated code of this step */
+  int             copy;        /* COPY_OUT / COPY_IN: a swap copy, not a kernel */
+  int             convert;     /* cpu: CONVERT_F16 / CONVERT_F32, CompressFp16 / DecompressFp16 in place */
 } Step;
+
+enum { COPY_NONE, COPY_OUT, COPY_IN };
+enum { CONVERT_NONE, CONVERT_F16, CONVERT_F32 };
 
 typedef struct {
   char    *name;
@@ -72,7 +79,12 @@ struct _PlExecutable {
   GHashTable       *buf_of;      /* PlValue* -> buffer + 1 */
   int              *output_bufs; /* per graph output */
   int64_t           arena_bytes;
-  int64_t           peak_bytes;  /* most bytes live at once (without fragmentation) */
+  int64_t           peak_bytes;  /* most device bytes live at once (without fragmentation) */
+  int64_t           workspace_bytes; /* most kernel scratch at once: im2col, library results, cuda scratch */
+  int64_t           host_bytes;  /* the host pool (swapped-out tensors), first fit */
+  int64_t           host_peak_bytes;
+  int64_t           device_budget;
+  void             *host_pool;   /* cpu: malloc'd; cuda: pinned (cuMemHostAlloc) */
   char             *source;      /* the whole translation unit */
   bool              cache_hit;
   /* cpu */
@@ -104,5 +116,14 @@ bool     pl_cuda_events        (PlCudaContext *c, int n, GError **error);
 bool     pl_cuda_record        (PlCudaContext *c, int event, GError **error);
 bool     pl_cuda_elapsed       (PlCudaContext *c, int from, int to, float *ms, GError **error);
 bool     pl_cuda_sync          (PlCudaContext *c, GError **error);
+/* Swapping: pinned host memory, and a second (non-blocking) stream for copies. */
+void    *pl_cuda_host_alloc    (PlCudaContext *c, size_t bytes, GError **error);
+void     pl_cuda_host_free     (PlCudaContext *c, void *p);
+/* On the copy stream: wait for event after (recorded on the compute stream),
+ * record start, copy (to_host: device -> host), record end. */
+bool     pl_cuda_copy_async    (PlCudaContext *c, bool to_host, void *host, guint64 dev, size_t bytes, int after,
+                                int start, int end, GError **error);
+/* The compute stream waits for an event (recorded on the copy stream). */
+bool     pl_cuda_wait_event    (PlCudaContext *c, int event, GError **error);
 
 G_END_DECLS

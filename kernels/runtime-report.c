@@ -66,8 +66,16 @@ pl_run_report_json (const PlRunReport *r)
   g_string_append_printf (s, ", \"repeats\": %d, \"total_ms\": ", r->repeats);
   json_number (s, r->total_ms);
   g_string_append_printf (s, ", \"peak_bytes\": %" G_GINT64_FORMAT ", \"arena_bytes\": %" G_GINT64_FORMAT
-                          ", \"param_bytes\": %" G_GINT64_FORMAT ", \"kernels\": [", r->peak_bytes, r->arena_bytes,
-                          r->param_bytes);
+                          ", \"param_bytes\": %" G_GINT64_FORMAT, r->peak_bytes, r->arena_bytes, r->param_bytes);
+  g_string_append_printf (s, ", \"host_peak_bytes\": %" G_GINT64_FORMAT ", \"host_pool_bytes\": %" G_GINT64_FORMAT
+                          ", \"device_budget\": %" G_GINT64_FORMAT ", \"workspace_bytes\": %" G_GINT64_FORMAT
+                          ", \"copies\": %d, \"copy_bytes\": %" G_GINT64_FORMAT ", \"copy_ms\": ",
+                          r->host_peak_bytes, r->host_pool_bytes, r->device_budget, r->workspace_bytes, r->n_copies,
+                          r->copy_bytes);
+  json_number (s, r->copy_ms);
+  g_string_append (s, ", \"wait_ms\": ");
+  json_number (s, r->wait_ms);
+  g_string_append (s, ", \"kernels\": [");
   for (int i = 0; i < r->n_kernels; i++)
     {
       const PlKernelTiming *k = &r->kernels[i];
@@ -97,7 +105,8 @@ pl_run_report_json (const PlRunReport *r)
     {
       g_string_append (s, i ? ", [" : "[");
       json_number (s, r->memory[i].t_ms);
-      g_string_append_printf (s, ", %" G_GINT64_FORMAT "]", r->memory[i].bytes);
+      g_string_append_printf (s, ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]", r->memory[i].bytes,
+                              r->memory[i].host_bytes);
     }
   g_string_append (s, "]}\n");
   return g_string_free (s, FALSE);
@@ -139,7 +148,8 @@ pl_run_report_trace_json (const PlRunReport *r)
     {
       g_string_append (s, ",\n  {\"name\": \"memory\", \"ph\": \"C\", \"pid\": 1, \"ts\": ");
       json_number (s, r->memory[i].t_ms * 1000.0);
-      g_string_append_printf (s, ", \"args\": {\"bytes\": %" G_GINT64_FORMAT "}}", r->memory[i].bytes);
+      g_string_append_printf (s, ", \"args\": {\"bytes\": %" G_GINT64_FORMAT ", \"host_bytes\": %" G_GINT64_FORMAT "}}",
+                              r->memory[i].bytes, r->memory[i].host_bytes);
     }
   g_string_append (s, "\n]}\n");
   return g_string_free (s, FALSE);

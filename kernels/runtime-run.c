@@ -4,6 +4,18 @@
  * runs, and the report: per-kernel medians, the last run's launches and its
  * memory in use over time. The reference backend runs the interpreter with
  * a per-node hook instead.
+ *
+ * Swap copies (SwapOut / SwapIn steps). On the cpu a copy is a memcpy
+ * between the arena and the host pool, in order: compute waits for the
+ * whole copy, so the wait time is the copy time. On cuda a copy goes on the
+ * copy stream after an event that marks everything issued before it; a
+ * later step waits (cuStreamWaitEvent) for a copy only when it must: it
+ * reads a swapped-in tensor, it has a control edge on the copy (SERIALIZE:
+ * the next big allocation after a swap-out), or it writes where a pending
+ * swap-out still reads. The issue point of a swap-in is its place in the
+ * schedule, which the swap pass chose (PREFETCH edge). Copy and wait times
+ * are events: copy start/end on the copy stream, and around each wait on
+ * the compute stream.
  */
 #define G_LOG_DOMAIN "passlab"
 #include "runtime-private.h"
@@ -85,10 +97,15 @@ host_ptr (PlExecutable *e, int b, PlTensor *const *inputs)
   Buffer *r = buf (e, root_of (e, b));
   switch (r->kind)
     {
-    case BUF_INPUT: return inputs[r->input_index]->data;
     case BUF_CONST: return r->constant->data;
-    default: return (char *) e->arena + r->offset;
+    default: return r->host ? (char *) e->host_pool + r->host_offset : (char *) e->arena + r->offset;
     }
+}
+
+static bool
+on_host (PlExecutable *e, int b)
+{
+  return e->backend == PL_BACKEND_CPU || buf (e, root_of (e, b))->host;
 }
 
 static guint64
@@ -100,7 +117,7 @@ dev_ptr (PlExecutable *e, int b)
 
 /* A host tensor with buffer b's type and shape and contents. */
 static PlTensor *
-buffer_tensor (PlExecutable *e, int b, PlTensor *const *inputs, GError **error)
+buffer_tensor (PlExecutable *e, int b, PlTensor *const *inputs G_GNUC_UNUSED, GError **error)
 {
   Buffer *x = buf (e, b);
   Buffer *r = buf (e, root_of (e, b));
@@ -109,8 +126,8 @@ buffer_tensor (PlExecutable *e, int b, PlTensor *const *inputs, GError **error)
   PlTensor *t = pl_tensor_new (x->dtype, x->rank, x->dims, error);
   if (!t)
     return NULL;
-  if (e->backend == PL_BACKEND_CPU)
-    memcpy (t->data, host_ptr (e, b, inputs), pl_tensor_nbytes (t));
+  if (on_host (e, b))
+    memcpy (t->data, host_ptr (e, b, NULL), pl_tensor_nbytes (t));
   else if (!pl_cuda_download (e->cuda, t->data, dev_ptr (e, b), pl_tensor_nbytes (t), error))
     {
       pl_tensor_unref (t);
@@ -128,9 +145,9 @@ store_tensor (PlExecutable *e, int b, const PlTensor *t, GError **error)
       g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "a fallback produced the wrong type for '%s'", x->name);
       return false;
     }
-  if (e->backend == PL_BACKEND_CPU)
+  if (on_host (e, b))
     {
-      memcpy ((char *) e->arena + buf (e, root_of (e, b))->offset, t->data, pl_tensor_nbytes (t));
+      memcpy (host_ptr (e, b, NULL), t->data, pl_tensor_nbytes (t));
       return true;
     }
   return pl_cuda_upload (e->cuda, dev_ptr (e, b), t->data, pl_tensor_nbytes (t), error);
@@ -180,6 +197,28 @@ static bool
 exec_cpu (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
 {
   PlKernelPlan *p = st->plan;
+  if (st->copy)
+    {
+      /* a swap copy: arena <-> host pool, synchronous */
+      memcpy (host_ptr (e, st->out_bufs[0], inputs), host_ptr (e, st->in_bufs[0], inputs),
+              (size_t) buf (e, st->out_bufs[0])->bytes);
+      return true;
+    }
+  if (st->convert)
+    {
+      Buffer *x = buf (e, st->in_bufs[0]);
+      if (x->dtype != (st->convert == CONVERT_F16 ? PL_DTYPE_F32 : PL_DTYPE_F16))
+        return run_fallback (e, st, inputs, error);   /* the evaluator names the wrong dtype */
+      int64_t n = x->bytes / (int64_t) pl_dtype_size (x->dtype);
+      void *src = host_ptr (e, st->in_bufs[0], inputs), *dst = host_ptr (e, st->out_bufs[0], inputs);
+      if (st->convert == CONVERT_F16)
+        for (int64_t i = 0; i < n; i++)
+          ((uint16_t *) dst)[i] = pl_f32_to_f16 (((const float *) src)[i]);
+      else
+        for (int64_t i = 0; i < n; i++)
+          ((float *) dst)[i] = pl_f16_to_f32 (((const uint16_t *) src)[i]);
+      return true;
+    }
   if (p->kind == PL_PLAN_FALLBACK)
     return run_fallback (e, st, inputs, error);
   if (p->kind == PL_PLAN_ALIAS)
@@ -258,15 +297,17 @@ exec_cuda (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
 
 /* --- runs ------------------------------------------------------------------------------- */
 
-/* The bytes allocated when step s starts and freed when it ends (s = -1: the inputs). */
+/* The bytes allocated when step s starts and freed when it ends (s = -1:
+ * the inputs), device or host (host buffers). */
 static void
-memory_deltas (PlExecutable *e, int64_t *alloc, int64_t *freed)
+memory_deltas (PlExecutable *e, bool host, int64_t *alloc, int64_t *freed)
 {
   int n = (int) e->steps->len;
   for (guint i = 0; i < e->bufs->len; i++)
     {
       Buffer *b = buf (e, (int) i);
-      if ((b->kind != BUF_TEMP && b->kind != BUF_INPUT) || b->last < 0 || (b->kind == BUF_TEMP && b->first < 0))
+      if ((b->kind != BUF_TEMP && b->kind != BUF_INPUT) || b->last < 0 || (b->kind == BUF_TEMP && b->first < 0) ||
+          b->host != host)
         continue;
       int first = b->kind == BUF_INPUT ? -1 : b->first;
       alloc[first + 1] += b->bytes;
@@ -276,7 +317,8 @@ memory_deltas (PlExecutable *e, int64_t *alloc, int64_t *freed)
 }
 
 static PlRunReport *
-make_report (PlExecutable *e, int runs, const double *dur, const double *start, const double *total)
+make_report (PlExecutable *e, int runs, const double *dur, const double *start, const double *total,
+             const double *copy, const double *wait)
 {
   int n_steps = (int) e->steps->len, n_entries = (int) e->entries->len, timed = runs - 1;
   PlRunReport *r = g_new0 (PlRunReport, 1);
@@ -312,6 +354,16 @@ make_report (PlExecutable *e, int runs, const double *dur, const double *start, 
     }
   g_autofree double *tot = g_memdup2 (total + 1, sizeof (double) * MAX (timed, 1));
   r->total_ms = median (tot, timed);
+  g_autofree double *cp = g_memdup2 (copy + 1, sizeof (double) * MAX (timed, 1));
+  r->copy_ms = median (cp, timed);
+  g_autofree double *wt = g_memdup2 (wait + 1, sizeof (double) * MAX (timed, 1));
+  r->wait_ms = median (wt, timed);
+  for (int s = 0; s < n_steps; s++)
+    if (step_at (e, s)->copy)
+      {
+        r->n_copies++;
+        r->copy_bytes += buf (e, step_at (e, s)->out_bufs[0])->bytes;
+      }
 
   /* the last run's launches and memory */
   int last = runs - 1;
@@ -330,55 +382,155 @@ make_report (PlExecutable *e, int runs, const double *dur, const double *start, 
     }
   g_autofree int64_t *alloc = g_new0 (int64_t, n_steps + 2);
   g_autofree int64_t *freed = g_new0 (int64_t, n_steps + 2);
-  memory_deltas (e, alloc, freed);
+  g_autofree int64_t *halloc = g_new0 (int64_t, n_steps + 2);
+  g_autofree int64_t *hfreed = g_new0 (int64_t, n_steps + 2);
+  memory_deltas (e, false, alloc, freed);
+  memory_deltas (e, true, halloc, hfreed);
   r->memory = g_new0 (PlMemorySample, 2 * n_steps + 2);
-  int64_t in_use = alloc[0];
-  r->memory[r->n_memory++] = (PlMemorySample) { 0.0, in_use };
+  int64_t in_use = alloc[0], host_use = halloc[0];
+  r->memory[r->n_memory++] = (PlMemorySample) { 0.0, in_use, host_use };
   for (int s = 0; s < n_steps; s++)
     {
       in_use += alloc[s + 1];
-      r->memory[r->n_memory++] = (PlMemorySample) { start[s], in_use };
+      host_use += halloc[s + 1];
+      r->memory[r->n_memory++] = (PlMemorySample) { start[s], in_use, host_use };
       r->peak_bytes = MAX (r->peak_bytes, in_use);
+      r->host_peak_bytes = MAX (r->host_peak_bytes, host_use);
       in_use -= freed[s + 1];
-      r->memory[r->n_memory++] = (PlMemorySample) { start[s] + dur[last * n_steps + s], in_use };
+      host_use -= hfreed[s + 1];
+      r->memory[r->n_memory++] = (PlMemorySample) { start[s] + dur[last * n_steps + s], in_use, host_use };
     }
   r->peak_bytes = MAX (r->peak_bytes, alloc[0]);
   r->arena_bytes = e->arena_bytes;
+  r->host_pool_bytes = e->host_bytes;
+  r->workspace_bytes = e->workspace_bytes;
+  r->device_budget = e->device_budget;
   for (guint i = 0; i < e->bufs->len; i++)
     if (buf (e, (int) i)->kind == BUF_CONST)
       r->param_bytes += buf (e, (int) i)->bytes;
   return r;
 }
 
+/* The inputs into their places in the arena, at the start of every run
+ * (first fit reuses an input's place once it is read for the last time). */
 static bool
 upload_inputs (PlExecutable *e, PlTensor *const *inputs, GError **error)
 {
   for (guint i = 0; i < e->bufs->len; i++)
     {
       Buffer *b = buf (e, (int) i);
-      if (b->kind == BUF_INPUT && b->offset >= 0 &&
-          !pl_cuda_upload (e->cuda, e->cu_arena + (guint64) b->offset, inputs[b->input_index]->data, (size_t) b->bytes, error))
+      if (b->kind != BUF_INPUT || b->offset < 0)
+        continue;
+      if (e->backend == PL_BACKEND_CPU)
+        memcpy ((char *) e->arena + b->offset, inputs[b->input_index]->data, (size_t) b->bytes);
+      else if (!pl_cuda_upload (e->cuda, e->cu_arena + (guint64) b->offset, inputs[b->input_index]->data,
+                                (size_t) b->bytes, error))
         return false;
     }
   return true;
 }
 
-/* One run; dur/start (per step, ms) filled. */
+/* --- swap copies on cuda ------------------------------------------------------------------ */
+
+/* Event numbers: 0 the run's start; 2s+1, 2s+2 around step s (on the copy
+ * stream for a copy); EV_ISSUE + s before copy s is issued; EV_WAIT + 2s,
+ * + 2s + 1 around the waits before step s. */
+#define EV_ISSUE(n) (2 * (n) + 2)
+#define EV_WAIT(n)  (3 * (n) + 2)
+#define N_EVENTS(n) (5 * (n) + 2)
+
 static bool
-run_once (PlExecutable *e, PlTensor *const *inputs, double *dur, double *start, double *total, GError **error)
+ranges_overlap (const Buffer *a, const Buffer *b)
+{
+  return a->offset >= 0 && b->offset >= 0 && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
+}
+
+/* Whether step s must wait for the pending copy c (see the top of the file). */
+static bool
+must_wait (PlExecutable *e, Step *st, Step *cp)
+{
+  PlKernelPlan *p = st->plan;
+  if (cp->copy == COPY_IN)
+    {
+      int dst = root_of (e, cp->out_bufs[0]);
+      for (guint k = 0; k < p->inputs->len; k++)
+        if (st->in_bufs[k] >= 0 && root_of (e, st->in_bufs[k]) == dst)
+          return true;
+    }
+  for (int k = 0; k < st->node->n_controls; k++)
+    if (st->node->controls[k].node == cp->node)
+      return true;
+  if (cp->copy == COPY_OUT)
+    {
+      Buffer *src = buf (e, root_of (e, cp->in_bufs[0]));
+      int extra[3] = { st->lib_buf, st->col_buf, st->scratch_buf };
+      for (guint k = 0; k < p->outputs->len; k++)
+        if (st->out_bufs[k] >= 0 && ranges_overlap (buf (e, root_of (e, st->out_bufs[k])), src))
+          return true;
+      for (int k = 0; k < 3; k++)
+        if (extra[k] >= 0 && ranges_overlap (buf (e, extra[k]), src))
+          return true;
+    }
+  return false;
+}
+
+/* Step s on cuda: a copy issued on the copy stream, or the waits it needs then its launch. */
+static bool
+run_cuda_step (PlExecutable *e, int s, bool *pending, bool *waited, PlTensor *const *inputs, GError **error)
+{
+  int n = (int) e->steps->len;
+  Step *st = step_at (e, s);
+  if (st->copy)
+    {
+      bool out = st->copy == COPY_OUT;
+      int hb = out ? st->out_bufs[0] : st->in_bufs[0], db = out ? st->in_bufs[0] : st->out_bufs[0];
+      if (!pl_cuda_record (e->cuda, EV_ISSUE (n) + s, error) ||
+          !pl_cuda_copy_async (e->cuda, out, host_ptr (e, hb, inputs), dev_ptr (e, db),
+                               (size_t) buf (e, st->out_bufs[0])->bytes, EV_ISSUE (n) + s, 2 * s + 1, 2 * s + 2, error))
+        return false;
+      pending[s] = true;
+      return true;
+    }
+  waited[s] = false;
+  for (int c = 0; c < s; c++)
+    if (pending[c] && must_wait (e, st, step_at (e, c)))
+      {
+        if (!waited[s] && !pl_cuda_record (e->cuda, EV_WAIT (n) + 2 * s, error))
+          return false;
+        waited[s] = true;
+        if (!pl_cuda_wait_event (e->cuda, 2 * c + 2, error))
+          return false;
+        pending[c] = false;
+      }
+  if (waited[s] && !pl_cuda_record (e->cuda, EV_WAIT (n) + 2 * s + 1, error))
+    return false;
+  if (st->plan->kind == PL_PLAN_FALLBACK)
+    memset (pending, 0, sizeof (bool) * (size_t) n);   /* it synchronizes the context */
+  return pl_cuda_record (e->cuda, 2 * s + 1, error) && exec_cuda (e, st, inputs, error) &&
+         pl_cuda_record (e->cuda, 2 * s + 2, error);
+}
+
+/* One run; dur/start (per step, ms), the copy time and the wait time filled. */
+static bool
+run_once (PlExecutable *e, PlTensor *const *inputs, double *dur, double *start, double *total, double *copy,
+          double *wait, GError **error)
 {
   int n = (int) e->steps->len;
   bool cuda = e->backend == PL_BACKEND_CUDA;
+  *copy = *wait = 0;
+  if (!upload_inputs (e, inputs, error))
+    return false;
   double t0 = now_ms ();
   if (cuda && !pl_cuda_record (e->cuda, 0, error))
     return false;
+  g_autofree bool *pending = cuda ? g_new0 (bool, MAX (n, 1)) : NULL;
+  g_autofree bool *waited = cuda ? g_new0 (bool, MAX (n, 1)) : NULL;
   for (int s = 0; s < n; s++)
     {
       Step *st = step_at (e, s);
       if (cuda)
         {
-          if (!pl_cuda_record (e->cuda, 2 * s + 1, error) || !exec_cuda (e, st, inputs, error) ||
-              !pl_cuda_record (e->cuda, 2 * s + 2, error))
+          if (!run_cuda_step (e, s, pending, waited, inputs, error))
             return false;
           continue;
         }
@@ -388,12 +540,15 @@ run_once (PlExecutable *e, PlTensor *const *inputs, double *dur, double *start, 
       double b = now_ms ();
       start[s] = a - t0;
       dur[s] = b - a;
+      if (st->copy)
+        *copy += b - a;
     }
   if (cuda)
     {
       if (!pl_cuda_sync (e->cuda, error))
         return false;
       float ms = 0;
+      *total = 0;
       for (int s = 0; s < n; s++)
         {
           if (!pl_cuda_elapsed (e->cuda, 0, 2 * s + 1, &ms, error))
@@ -402,11 +557,20 @@ run_once (PlExecutable *e, PlTensor *const *inputs, double *dur, double *start, 
           if (!pl_cuda_elapsed (e->cuda, 2 * s + 1, 2 * s + 2, &ms, error))
             return false;
           dur[s] = ms;
+          *total = MAX (*total, start[s] + dur[s]);
+          if (step_at (e, s)->copy)
+            *copy += ms;
+          if (waited[s])
+            {
+              if (!pl_cuda_elapsed (e->cuda, EV_WAIT (n) + 2 * s, EV_WAIT (n) + 2 * s + 1, &ms, error))
+                return false;
+              *wait += ms;
+            }
         }
-      *total = n ? start[n - 1] + dur[n - 1] : 0;
       return true;
     }
   *total = now_ms () - t0;
+  *wait = *copy;   /* synchronous copies: compute waits for all of each */
   return true;
 }
 
@@ -441,20 +605,23 @@ pl_runtime_run_compiled (PlExecutable *e, PlTensor *const *inputs, int repeat, P
     return NULL;
   if (e->backend == PL_BACKEND_CPU && !e->arena)
     e->arena = g_malloc0 ((gsize) MAX (e->arena_bytes, 64));
+  if (e->backend == PL_BACKEND_CPU && !e->host_pool && e->host_bytes > 0)
+    e->host_pool = g_malloc0 ((gsize) e->host_bytes);   /* the host pool: apart from the arena */
   int n = (int) e->steps->len, runs = 1 + repeat;
   g_autofree double *dur = g_new0 (double, (gsize) runs * MAX (n, 1));
   g_autofree double *start = g_new0 (double, MAX (n, 1));
   g_autofree double *total = g_new0 (double, runs);
-  if (e->backend == PL_BACKEND_CUDA &&
-      (!pl_cuda_events (e->cuda, 2 * n + 2, error) || !upload_inputs (e, inputs, error)))
+  g_autofree double *copy = g_new0 (double, runs);
+  g_autofree double *wait = g_new0 (double, runs);
+  if (e->backend == PL_BACKEND_CUDA && !pl_cuda_events (e->cuda, N_EVENTS (n), error))
     return NULL;
   for (int run = 0; run < runs; run++)
-    if (!run_once (e, inputs, dur + run * n, start, &total[run], error))
+    if (!run_once (e, inputs, dur + run * n, start, &total[run], &copy[run], &wait[run], error))
       return NULL;
   PlTensor **outs = collect_outputs (e, inputs, error);
   if (outs && report)
     {
-      *report = make_report (e, runs, dur, start, total);
+      *report = make_report (e, runs, dur, start, total, copy, wait);
       (*report)->device = e->backend == PL_BACKEND_CPU
                           ? g_strdup_printf ("cpu: %s, %d threads, OMP_WAIT_POLICY=%s", pl_cpu_compiler_flags (),
                                              e->threads > 0 ? e->threads : (int) g_get_num_processors (),
@@ -556,10 +723,12 @@ pl_runtime_run_reference (PlExecutable *e, PlTensor *const *inputs, int repeat, 
       if (mp && mp->n_steps == n)
         {
           r->memory = g_new0 (PlMemorySample, n + 1);
-          r->memory[r->n_memory++] = (PlMemorySample) { 0, mp->input_bytes };
+          r->memory[r->n_memory++] = (PlMemorySample) { 0, mp->input_bytes, 0 };
           for (int k = 0; k < n && k < r->n_events; k++)
-            r->memory[r->n_memory++] = (PlMemorySample) { r->events[k].start_ms, mp->live_bytes[k] };
+            r->memory[r->n_memory++] = (PlMemorySample) { r->events[k].start_ms, mp->live_bytes[k],
+                                                          mp->host_live_bytes ? mp->host_live_bytes[k] : 0 };
           r->peak_bytes = mp->peak_bytes;
+          r->host_peak_bytes = mp->host_peak_bytes;
           r->param_bytes = mp->param_bytes;
         }
       *report = r;

@@ -9,6 +9,14 @@
  * and keep it alive). The arena is allocated once; the memory timeline of a
  * run records the bytes in use at each step's start and end.
  *
+ * Swapping (DESIGN.md §1.5): a SwapOut's output is a host value
+ * (pl_value_on_host) and gets a place in a separate host pool (first fit
+ * too; malloc'd on the cpu, pinned on cuda); its SwapOut and the SwapIn
+ * that reads it back are copy steps, not kernels. The arena is the device
+ * memory — graph inputs included, on both backends — so when the swap pass
+ * frees a tensor after its SwapOut, first fit hands that place to the next
+ * allocation. With a device budget the arena must fit it.
+ *
  * A fusion node whose body is not one kernel (kernel-plan.c says why) runs
  * its body node by node — one kernel-table row with several launches, kind
  * "split", never hidden. A single op that cannot be generated runs its
@@ -101,9 +109,11 @@ root_of (PlExecutable *e, int b)
 static int
 add_buffer (PlExecutable *e, BufKind kind, const PlValue *v, GError **error)
 {
-  Buffer b = { .kind = kind, .input_index = -1, .alias_of = -1, .first = -1, .last = -1, .offset = -1 };
+  Buffer b = { .kind = kind, .input_index = -1, .alias_of = -1, .first = -1, .last = -1, .offset = -1,
+               .host_offset = -1 };
   if (v)
     {
+      b.host = kind == BUF_TEMP && pl_value_on_host (v);
       if (!pl_shape_get_dims (&v->shape, b.dims))
         {
           g_autofree char *s = pl_shape_to_string (&v->shape);
@@ -128,7 +138,8 @@ static int
 scratch_buffer (PlExecutable *e, int64_t bytes, const char *name)
 {
   Buffer b = { .kind = BUF_TEMP, .dtype = PL_DTYPE_U8, .rank = 1, .dims = { bytes }, .bytes = bytes,
-               .input_index = -1, .alias_of = -1, .first = -1, .last = -1, .offset = -1, .name = name };
+               .input_index = -1, .alias_of = -1, .first = -1, .last = -1, .offset = -1, .host_offset = -1,
+               .name = name };
   g_array_append_val (e->bufs, b);
   return (int) e->bufs->len - 1;
 }
@@ -394,6 +405,23 @@ split_fusion (PlExecutable *e, const PlNode *node, int entry, const char *why, G
   return true;
 }
 
+/* A SwapOut / SwapIn: a copy between the arena and the host pool, timed as
+ * such (not the reference fallback its plan would be). */
+static void
+mark_copy (PlExecutable *e, int entry, int dir)
+{
+  Entry *en = &g_array_index (e->entries, Entry, entry);
+  Step *st = step_at (e, en->first_step);
+  st->copy = dir;
+  int64_t bytes = st->out_bufs[0] >= 0 ? buf (e, st->out_bufs[0])->bytes : 0;
+  g_autofree char *hb = g_format_size_full ((guint64) bytes, G_FORMAT_SIZE_IEC_UNITS);
+  en->fallback = false;
+  g_free (en->kind);
+  en->kind = g_strdup (dir == COPY_OUT ? "swap-out" : "swap-in");
+  g_free (en->note);
+  en->note = g_strdup_printf (dir == COPY_OUT ? "copy %s device -> host" : "copy %s host -> device", hb);
+}
+
 static bool
 build_node (PlExecutable *e, PlNode *node, GError **error)
 {
@@ -439,6 +467,21 @@ build_node (PlExecutable *e, PlNode *node, GError **error)
   int entry = add_entry (e, node);
   bool ok = p ? add_step (e, p, entry, node, error) : split_fusion (e, node, entry, local->message, error);
   finish_entry (e, entry);
+  if (ok && p && !node->body && (node->op == PL_OP_SwapOut || node->op == PL_OP_SwapIn))
+    mark_copy (e, entry, node->op == PL_OP_SwapOut ? COPY_OUT : COPY_IN);
+  if (ok && p && p->kind == PL_PLAN_FALLBACK && e->backend == PL_BACKEND_CPU && !node->body &&
+      (node->op == PL_OP_CompressFp16 || node->op == PL_OP_DecompressFp16))
+    {
+      /* the conversion loop runs on the arena buffers themselves, not on host copies */
+      Entry *en = &g_array_index (e->entries, Entry, entry);
+      step_at (e, en->first_step)->convert = node->op == PL_OP_CompressFp16 ? CONVERT_F16 : CONVERT_F32;
+      en->fallback = false;
+      g_free (en->kind);
+      en->kind = g_strdup ("convert");
+      g_free (en->note);
+      en->note = g_strdup (node->op == PL_OP_CompressFp16 ? "f32 -> f16 on device buffers (runtime loop, round to nearest even)"
+                                                          : "f16 -> f32 on device buffers (runtime loop, exact)");
+    }
   return ok;
 }
 
@@ -484,10 +527,11 @@ release (GArray *live, int64_t offset)
       }
 }
 
+/* Device memory: every input and intermediate but the host ones. */
 static bool
-in_arena (PlExecutable *e, const Buffer *b)
+in_arena (const Buffer *b)
 {
-  return b->kind == BUF_TEMP || (b->kind == BUF_INPUT && e->backend == PL_BACKEND_CUDA);
+  return (b->kind == BUF_TEMP && !b->host) || b->kind == BUF_INPUT;
 }
 
 static void
@@ -515,9 +559,14 @@ plan_memory (PlExecutable *e)
               r->first = s;
             r->last = MAX (r->last, s);
           }
+      int64_t ws = 0;
       for (int k = 0; k < 3; k++)
         if (extra[k] >= 0)
-          buf (e, extra[k])->first = buf (e, extra[k])->last = s;
+          {
+            buf (e, extra[k])->first = buf (e, extra[k])->last = s;
+            ws += buf (e, extra[k])->bytes;
+          }
+      e->workspace_bytes = MAX (e->workspace_bytes, ws);
     }
   for (guint i = 0; i < e->g->outputs->len; i++)
     {
@@ -527,8 +576,9 @@ plan_memory (PlExecutable *e)
     }
 
   g_autoptr (GArray) live = g_array_new (FALSE, FALSE, sizeof (Block));
-  int64_t in_use = 0;
-  e->arena_bytes = e->peak_bytes = 0;
+  g_autoptr (GArray) host_live = g_array_new (FALSE, FALSE, sizeof (Block));
+  int64_t in_use = 0, host_in_use = 0;
+  e->arena_bytes = e->peak_bytes = e->host_bytes = e->host_peak_bytes = 0;
   for (int s = -1; s <= n_steps; s++)
     {
       /* allocate what step s makes (s = -1: the inputs) */
@@ -538,25 +588,67 @@ plan_memory (PlExecutable *e)
           bool now = b->kind == BUF_INPUT ? s == -1 : b->first == s;
           if (!now || (b->kind != BUF_TEMP && b->kind != BUF_INPUT) || b->last < 0)
             continue;
-          in_use += b->bytes;
-          if (in_arena (e, b))
+          int64_t size = (b->bytes + 63) & ~(int64_t) 63;
+          if (b->host)
             {
-              b->offset = first_fit (live, (b->bytes + 63) & ~(int64_t) 63);
-              e->arena_bytes = MAX (e->arena_bytes, b->offset + ((b->bytes + 63) & ~(int64_t) 63));
+              host_in_use += b->bytes;
+              b->host_offset = first_fit (host_live, size);
+              e->host_bytes = MAX (e->host_bytes, b->host_offset + size);
+              continue;
+            }
+          in_use += b->bytes;
+          if (in_arena (b))
+            {
+              b->offset = first_fit (live, size);
+              e->arena_bytes = MAX (e->arena_bytes, b->offset + size);
             }
         }
       e->peak_bytes = MAX (e->peak_bytes, in_use);
+      e->host_peak_bytes = MAX (e->host_peak_bytes, host_in_use);
       /* free what step s read last */
       for (guint i = 0; i < e->bufs->len; i++)
         {
           Buffer *b = buf (e, (int) i);
           if ((b->kind != BUF_TEMP && b->kind != BUF_INPUT) || b->last != s || b->last < 0 || (b->kind == BUF_TEMP && b->first < 0))
             continue;
+          if (b->host)
+            {
+              host_in_use -= b->bytes;
+              release (host_live, b->host_offset);
+              continue;
+            }
           in_use -= b->bytes;
           if (b->offset >= 0)
             release (live, b->offset);
         }
     }
+}
+
+/* The arena is the device memory the plan needs: it must fit the budget. */
+static bool
+check_budget (PlExecutable *e, GError **error)
+{
+  if (e->device_budget <= 0 || e->arena_bytes <= e->device_budget)
+    return true;
+  g_autofree char *need = g_format_size_full ((guint64) e->arena_bytes, G_FORMAT_SIZE_IEC_UNITS);
+  g_autofree char *peak = g_format_size_full ((guint64) e->peak_bytes, G_FORMAT_SIZE_IEC_UNITS);
+  g_autofree char *have = g_format_size_full ((guint64) e->device_budget, G_FORMAT_SIZE_IEC_UNITS);
+  g_autofree char *ws = g_format_size_full ((guint64) e->workspace_bytes, G_FORMAT_SIZE_IEC_UNITS);
+  if (e->workspace_bytes >= e->device_budget)
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_EXEC,
+                   "needs %s of device memory (arena %" G_GINT64_FORMAT " bytes; planned peak %s), budget is %s "
+                   "(%" G_GINT64_FORMAT " bytes): the kernel workspace alone (im2col / library scratch of one "
+                   "kernel) takes %s, more than the budget; swapping cannot help", need, e->arena_bytes, peak, have,
+                   e->device_budget, ws);
+      return false;
+    }
+  g_set_error (error, PL_ERROR, PL_ERROR_EXEC,
+               "needs %s of device memory (arena %" G_GINT64_FORMAT " bytes; planned peak %s, of which "
+               "kernel workspace %s), budget is %s (%" G_GINT64_FORMAT " bytes): run the swap pass with "
+               "--param swap.budget=%" G_GINT64_FORMAT " (or less) to fit", need, e->arena_bytes, peak, ws, have,
+               e->device_budget, MAX (e->device_budget - e->workspace_bytes, 1));
+  return false;
 }
 
 /* --- code generation ------------------------------------------------------------------- */
@@ -672,7 +764,12 @@ upload_cuda (PlExecutable *e, GError **error)
         return false;
     }
   e->cu_arena = pl_cuda_alloc (e->cuda, (size_t) MAX (e->arena_bytes, 64), error);
-  return e->cu_arena != 0;
+  if (!e->cu_arena)
+    return false;
+  /* the host pool: pinned, so the copy stream's copies are truly asynchronous */
+  if (e->host_bytes > 0 && !(e->host_pool = pl_cuda_host_alloc (e->cuda, (size_t) e->host_bytes, error)))
+    return false;
+  return true;
 }
 
 /* --- building --------------------------------------------------------------------------- */
@@ -715,6 +812,7 @@ executable_new (const PlGraph *g, const PlCompileOptions *o)
   e->cache_dir = g_strdup (o->cache_dir);
   e->threads = o->threads;
   e->generate_only = o->generate_only;
+  e->device_budget = o->device_budget;
   e->plans = g_ptr_array_new_with_free_func ((GDestroyNotify) pl_kernel_plan_free);
   e->bufs = g_array_new (FALSE, TRUE, sizeof (Buffer));
   e->steps = g_array_new (FALSE, TRUE, sizeof (Step));
@@ -758,7 +856,7 @@ pl_executable_new (const PlGraph *g, const PlCompileOptions *o, GError **error)
   if (ok && o->backend == PL_BACKEND_CPU)
     {
       plan_memory (e);
-      ok = compile_cpu (e, error);
+      ok = check_budget (e, error) && compile_cpu (e, error);
     }
   else if (ok)
     {
@@ -766,7 +864,7 @@ pl_executable_new (const PlGraph *g, const PlCompileOptions *o, GError **error)
       if (ok)
         {
           plan_memory (e);
-          ok = upload_cuda (e, error);
+          ok = check_budget (e, error) && upload_cuda (e, error);
         }
     }
   if (!ok)
@@ -806,7 +904,10 @@ pl_executable_free (PlExecutable *e)
           pl_cuda_free (e->cuda, buf (e, (int) i)->device);
       if (e->cu_arena)
         pl_cuda_free (e->cuda, e->cu_arena);
+      pl_cuda_host_free (e->cuda, e->host_pool);
     }
+  else
+    g_free (e->host_pool);
   g_array_unref (e->steps);
   g_array_unref (e->entries);
   g_array_unref (e->bufs);

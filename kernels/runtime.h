@@ -12,6 +12,14 @@
  * Ops a backend cannot generate code for run through the reference
  * implementation and are marked `fallback` in the report: honest, never
  * hidden.
+ *
+ * Swapping (the swap pass, DESIGN.md §1.5): SwapOut / SwapIn nodes are
+ * copies between the arena (device memory: inputs, intermediates, kernel
+ * workspace) and a separate host pool (malloc'd on the cpu, pinned and
+ * copied on a second stream with events on cuda), in the order the swap
+ * pass planned. A device budget makes building fail when the arena does not
+ * fit it; the report gives device and host memory over time and the time
+ * spent in copies and waiting for them.
  */
 #pragma once
 
@@ -57,7 +65,8 @@ typedef struct {
 
 typedef struct {
   double   t_ms;         /* time since the run started */
-  int64_t  bytes;        /* device (or host, for cpu) memory in use */
+  int64_t  bytes;        /* device memory in use (the arena: inputs, intermediates, scratch) */
+  int64_t  host_bytes;   /* host memory in use: tensors swapped out (SwapOut outputs) */
 } PlMemorySample;
 
 typedef struct {
@@ -71,9 +80,19 @@ typedef struct {
   int64_t          peak_bytes;    /* most bytes in use at once (inputs and intermediates; constants apart) */
   int64_t          arena_bytes;   /* the memory plan's arena (first fit over the schedule) */
   int64_t          param_bytes;   /* constants */
+  int64_t          workspace_bytes; /* kernel scratch in the arena at once (im2col, library results): part of
+                                     * peak_bytes, unknown to the graph's memory profile */
   PlTraceEvent    *events;        /* the last run's launches */
   int              n_events;
   char            *device;        /* "cpu: 2 threads", "NVIDIA H100 ...", "reference interpreter" */
+  /* swapping (SwapOut / SwapIn nodes, DESIGN.md §1.5) */
+  int64_t          host_peak_bytes; /* most swapped-out bytes held in host memory at once */
+  int64_t          host_pool_bytes; /* the host pool (first fit, like the arena; pinned on cuda) */
+  int64_t          device_budget;   /* the budget the plan was checked against (0: none) */
+  int              n_copies;        /* swap copies per run */
+  int64_t          copy_bytes;      /* bytes they move per run */
+  double           copy_ms;         /* time spent in swap copies (median run) */
+  double           wait_ms;         /* time compute waited for copies (cpu: copies are synchronous, = copy_ms) */
 } PlRunReport;
 
 typedef struct _PlExecutable PlExecutable;
@@ -84,6 +103,9 @@ typedef struct {
   int        threads;       /* cpu: OpenMP threads (0: all cores) */
   bool       generate_only; /* plan and generate the code, compile nothing (no compiler or GPU
                              * needed): for viewing the source; running fails */
+  int64_t    device_budget; /* bytes of device memory the plan may use (0: no limit); the arena
+                             * (inputs, intermediates, scratch; constants apart) must fit, else
+                             * pl_executable_new fails naming the need and the budget */
 } PlCompileOptions;
 
 void           pl_compile_options_init (PlCompileOptions *o, PlBackend backend);

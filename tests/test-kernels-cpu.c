@@ -4,7 +4,8 @@
  * (broadcast and transpose index functions, layer norm and softmax as ONE
  * kernel with several passes over a row), library kernels (GEMM with
  * transpose flags and epilogues, convolution), fallbacks, the kernel cache,
- * the memory plan and the report / trace JSON. Compiled objects are cached
+ * the memory plan and the report / trace JSON, and swapping under a device
+ * budget (the training samples after grad and swap). Compiled objects are cached
  * under the build directory, so a second run compiles nothing. */
 #include "builtin-passes.h"
 #include "fusion.h"
@@ -12,6 +13,7 @@
 #include "pass-manager.h"
 #include "random-graph.h"
 #include "runtime.h"
+#include "schedule.h"
 #include "text-format.h"
 #include "test-util.h"
 
@@ -433,6 +435,154 @@ test_memory_and_trace (void)
   g_assert_nonnull (strstr (json, "\"kernels\": ["));
 }
 
+/* --- swapping under a device budget ----------------------------------------------------------- */
+
+/* A pipeline with parameters. */
+static PlGraph *
+with_passes (const PlGraph *g, const char *spec, const char *const *params)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlPipeline) p = pl_pipeline_parse (spec, &error);
+  g_assert_no_error (error);
+  for (int i = 0; params && params[i]; i++)
+    {
+      pl_pipeline_set_param (p, params[i], &error);
+      g_assert_no_error (error);
+    }
+  PlRunOptions o;
+  pl_run_options_init (&o);
+  g_autoptr (PlHistory) h = pl_pipeline_run (g, p, &o, &error);
+  g_assert_no_error (error);
+  g_assert_null (h->error);
+  return pl_graph_copy (pl_history_step (h, pl_history_n_steps (h) - 1)->graph);
+}
+
+static PlExecutable *
+compile_budget (const PlGraph *g, int64_t budget, GError **error)
+{
+  PlCompileOptions o;
+  pl_compile_options_init (&o, PL_BACKEND_CPU);
+  o.cache_dir = cache_dir;
+  o.device_budget = budget;
+  return pl_executable_new (g, &o, error);
+}
+
+/* First-fit fragmentation the arena may add over the planned peak. */
+#define ALLOCATOR_SLACK (160 * 1024)
+
+/* grad, then swap with budget=50%: under a device budget of half the
+ * unswapped planned peak (the memory profile's: tensors) plus the kernel
+ * workspace the profile does not know (im2col) plus ALLOCATOR_SLACK, the
+ * swapped graph runs with the same outputs (exactly for swap mode, within
+ * f16 rounding for compress mode), its measured device peak fits the
+ * budget and host memory holds the swapped tensors; the unswapped graph is
+ * refused under that budget with an error that names both. */
+static void
+test_swap_budget (gconstpointer data)
+{
+  const char *name = data;
+  g_autoptr (PlGraph) g = load_sample (name);
+  static const char *const grad_only[] = { NULL };
+  g_autoptr (PlGraph) tg = with_passes (g, "grad", grad_only);
+  g_autoptr (PlMemoryProfile) mp = pl_memory_profile (tg, 1, NULL);
+  g_assert_nonnull (mp);
+
+  g_autoptr (GError) error = NULL;
+  PlTensor **in = pl_random_inputs (tg, 5, 1, &error);
+  g_assert_no_error (error);
+  PlExecutable *e0 = compile_budget (tg, 0, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlRunReport) r0 = NULL;
+  PlTensor **want = pl_executable_run (e0, in, 1, &r0, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (r0->n_copies, ==, 0);
+  g_assert_cmpint (r0->host_peak_bytes, ==, 0);
+  pl_executable_free (e0);
+
+  int64_t budget = mp->peak_bytes / 2 + r0->workspace_bytes + ALLOCATOR_SLACK;
+  g_test_message ("%s: profile peak %" G_GINT64_FORMAT ", runtime peak %" G_GINT64_FORMAT " (arena %" G_GINT64_FORMAT
+                  ", workspace %" G_GINT64_FORMAT "), budget %" G_GINT64_FORMAT, name, mp->peak_bytes, r0->peak_bytes,
+                  r0->arena_bytes, r0->workspace_bytes, budget);
+
+  /* unswapped: refused, naming the need and the budget */
+  g_assert_null (compile_budget (tg, budget, &error));
+  g_assert_error (error, PL_ERROR, PL_ERROR_EXEC);
+  g_autofree char *need = g_format_size_full ((guint64) r0->arena_bytes, G_FORMAT_SIZE_IEC_UNITS);
+  g_autofree char *have = g_format_size_full ((guint64) budget, G_FORMAT_SIZE_IEC_UNITS);
+  g_autofree char *head = g_strdup_printf ("needs %s of device memory", need);
+  g_assert_true (g_str_has_prefix (error->message, head));
+  g_assert_nonnull (strstr (error->message, have));
+  g_assert_nonnull (strstr (error->message, "swap.budget="));
+  g_clear_error (&error);
+
+  static const char *const swap[] = { "swap.budget=50%", NULL };
+  static const char *const compress[] = { "swap.budget=50%", "swap.mode=compress", NULL };
+  for (int mode = 0; mode < 2; mode++)
+    {
+      g_autoptr (PlGraph) sg = with_passes (tg, "swap", mode == 0 ? swap : compress);
+      /* compress mode cannot reach 50% on these graphs (the swap report says
+       * so): it runs under no budget, and must still lower the peak */
+      PlExecutable *e = compile_budget (sg, mode == 0 ? budget : 0, &error);
+      g_assert_no_error (error);
+      g_autoptr (PlRunReport) r = NULL;
+      PlTensor **got = pl_executable_run (e, in, 1, &r, &error);
+      g_assert_no_error (error);
+      for (guint i = 0; i < tg->outputs->len; i++)
+        {
+          double worst = 0;
+          bool ok = mode == 0 ? pl_tensor_allclose (got[i], want[i], 0, 0, &worst)
+                              : pl_tensor_allclose (got[i], want[i], 1e-2, 1e-3, &worst);
+          if (!ok)
+            g_error ("%s (%s): output %u differs by %g", name, mode ? "compress" : "swap", i, worst);
+        }
+      int64_t dev_peak = 0, host_peak = 0;
+      for (int k = 0; k < r->n_memory; k++)
+        {
+          dev_peak = MAX (dev_peak, r->memory[k].bytes);
+          host_peak = MAX (host_peak, r->memory[k].host_bytes);
+        }
+      g_assert_cmpint (dev_peak, ==, r->peak_bytes);
+      g_assert_cmpint (host_peak, ==, r->host_peak_bytes);
+      g_assert_cmpint (r->peak_bytes, <, r0->peak_bytes);
+      if (mode == 0)
+        {
+          g_assert_cmpint (dev_peak, <=, budget);
+          g_assert_cmpint (r->arena_bytes, <=, budget);
+          g_assert_cmpint (r->device_budget, ==, budget);
+          g_assert_cmpint (host_peak, >, 0);
+          g_assert_cmpint (r->host_pool_bytes, >=, host_peak);
+          g_assert_cmpint (r->n_copies, >, 0);
+          g_assert_cmpint (count_kind (r, "swap-out"), >, 0);
+          g_assert_cmpint (count_kind (r, "swap-in"), >, 0);
+          g_assert_cmpint (r->copy_bytes, >, 0);
+          g_assert_true (r->copy_ms > 0);
+          g_assert_true (r->wait_ms == r->copy_ms);   /* cpu: synchronous copies */
+        }
+      else
+        {
+          g_assert_cmpint (host_peak, ==, 0);
+          g_assert_cmpint (r->n_copies, ==, 0);
+        }
+      g_test_message ("%s %s: device peak %" G_GINT64_FORMAT " (arena %" G_GINT64_FORMAT "), host peak %" G_GINT64_FORMAT
+                      ", copy %.3f ms, total %.3f ms (unswapped %.3f ms)", name, mode ? "compress" : "swap",
+                      r->peak_bytes, r->arena_bytes, r->host_peak_bytes, r->copy_ms, r->total_ms, r0->total_ms);
+      pl_interp_free_outputs (got, (int) tg->outputs->len);
+      pl_executable_free (e);
+
+      /* the same graph's CUDA kernels (copies are not kernels) still compile with NVRTC, where there is one */
+      int n_kernels = 0;
+      if (!pl_cuda_compile_check (sg, NULL, NULL, &n_kernels, &error))
+        {
+          g_assert_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED);
+          g_clear_error (&error);
+        }
+      else
+        g_assert_cmpint (n_kernels, >, 0);
+    }
+  pl_interp_free_outputs (want, (int) tg->outputs->len);
+  pl_interp_free_outputs (in, (int) tg->inputs->len);
+}
+
 /* Inputs of the wrong shape are an error, not a crash. */
 static void
 test_bad_input (void)
@@ -490,6 +640,8 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/cache", test_cache);
   g_test_add_func ("/Passlab/KernelsCpu/memory-and-trace", test_memory_and_trace);
   g_test_add_func ("/Passlab/KernelsCpu/bad-input", test_bad_input);
+  g_test_add_data_func ("/Passlab/KernelsCpu/swap-budget/transformer_train", "transformer_train.graph", test_swap_budget);
+  g_test_add_data_func ("/Passlab/KernelsCpu/swap-budget/resnet_train", "resnet_train.graph", test_swap_budget);
   int status = g_test_run ();
   g_free (cache_dir);
   return status;
