@@ -12,7 +12,7 @@ MESON_OPTS ?=
 # Build and test dependencies, by Debian package name.
 DEPS = meson ninja-build pkg-config gcc libc6-dev python3 \
        libglib2.0-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata \
-       liblua5.4-dev libgtk-4-dev libgraphviz-dev graphviz libopenblas-dev \
+       liblua5.4-dev libgtk-4-dev libgtksourceview-5-dev libgraphviz-dev graphviz libopenblas-dev \
        xvfb xauth dbus-daemon librsvg2-common adwaita-icon-theme appstream
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

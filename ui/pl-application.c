@@ -1,7 +1,7 @@
 /* pl-application.c — the passlab application.
  *
  * `passlab [FILE…] [--passes A,B] [--step K] [--select NODE]
- *          [--screenshot OUT.png] [--size WxH]`
+ *          [--run-backend NAME] [--screenshot OUT.png] [--size WxH]`
  * opens each FILE in a window; the options apply to the first one. With
  * --screenshot nothing waits for a person: once the window has loaded, run
  * and laid out, and a few frames have been drawn, the window is rendered to
@@ -17,6 +17,9 @@
 
 #include "passlab-resources.h"
 #include "pl-window.h"
+#include "pl-window-private.h"
+#include "pl-run-panel.h"
+#include "pl-script-panel.h"
 
 /* Frames drawn after the window went idle before the screenshot: the first
  * ones may still lay out the panes. */
@@ -33,6 +36,10 @@ struct _PlApplication
   int      step;
   char    *select;
   char    *screenshot;
+  char    *script;          /* --script: run it once the window is idle */
+  int      script_state;    /* 0 not started, 1 running, 2 done */
+  char    *run_backend;     /* --run-backend: time the step shown in the run panel once idle */
+  int      run_state;       /* 0 not started, 1 running, 2 done */
   int      width, height;   /* 0: remembered / default */
 
   int      exit_status;
@@ -47,6 +54,8 @@ static const GOptionEntry option_entries[] = {
   { "passes", 'p', 0, G_OPTION_ARG_STRING, NULL, "Run this pass pipeline on FILE (with the numerical check)", "A,B,C" },
   { "step", 's', 0, G_OPTION_ARG_INT, NULL, "Show step K (0: the loaded graph; default: the last)", "K" },
   { "select", 0, 0, G_OPTION_ARG_STRING, NULL, "Select the node (or value) called NODE and centre it", "NODE" },
+  { "script", 0, 0, G_OPTION_ARG_FILENAME, NULL, "Run this Lua script in the script panel (on FILE's graph, if any) and show its pipeline", "SCRIPT.lua" },
+  { "run-backend", 0, 0, G_OPTION_ARG_STRING, NULL, "Time the step shown on this backend in the run panel (reference, cpu, cuda)", "NAME" },
   { "screenshot", 0, 0, G_OPTION_ARG_FILENAME, NULL, "Render the window to a PNG file and exit", "OUT.png" },
   { "size", 0, 0, G_OPTION_ARG_STRING, NULL, "Window size in pixels (default 1400x900)", "WxH" },
   { "version", 0, 0, G_OPTION_ARG_NONE, NULL, "Print the version and exit", NULL },
@@ -152,10 +161,25 @@ screenshot_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+static void start_script (PlApplication *self, PlWindow *window);
+static void start_run (PlApplication *self, PlWindow *window);
+
 static void
 on_window_busy (PlWindow *window, GParamSpec *pspec, PlApplication *self)
 {
   if (pl_window_is_busy (window) || self->frames > 0)
+    return;
+  if (self->script && self->script_state == 0)
+    {
+      start_script (self, window);
+      return;
+    }
+  if (self->run_backend && self->run_state == 0 && (!self->script || self->script_state == 2))
+    {
+      start_run (self, window);
+      return;
+    }
+  if (!self->screenshot || (self->script && self->script_state != 2) || (self->run_backend && self->run_state != 2))
     return;
   self->frames = 1;
   gtk_widget_add_tick_callback (GTK_WIDGET (window), screenshot_tick, self, NULL);
@@ -171,6 +195,107 @@ on_screenshot_timeout (gpointer user_data)
   self->exit_status = 1;
   g_application_quit (G_APPLICATION (self));
   return G_SOURCE_REMOVE;
+}
+
+/* --- --script ---------------------------------------------------------------------------------- */
+
+static void
+on_script_finished (PlScriptPanel *panel, gboolean ok, PlApplication *self)
+{
+  g_signal_handlers_disconnect_by_func (panel, on_script_finished, self);
+  self->script_state = 2;
+  if (self->screenshot)
+    {
+      /* The console goes to the terminal: nobody sees the window. */
+      g_autofree char *out = pl_script_panel_get_output (panel);
+      if (ok)
+        g_print ("%s", out);
+      else
+        {
+          g_printerr ("passlab: the script failed:\n%s", out);
+          self->exit_status = 1;
+        }
+    }
+  GtkRoot *window = gtk_widget_get_root (GTK_WIDGET (panel));
+  if (PL_IS_WINDOW (window))
+    on_window_busy (PL_WINDOW (window), NULL, self);
+}
+
+static void
+start_script (PlApplication *self, PlWindow *window)
+{
+  PlScriptPanel *panel = PL_SCRIPT_PANEL (pl_window_get_script_panel (window));
+  g_autoptr (GFile) file = g_file_new_for_commandline_arg (self->script);
+  g_autoptr (GError) error = NULL;
+  self->script_state = 1;
+  if (self->screenshot)
+    pl_script_panel_set_autosave (panel, FALSE);  /* leave the person's scratch script alone */
+  if (!pl_script_panel_load_file (panel, file, &error))
+    {
+      g_printerr ("passlab: %s\n", error->message);
+      self->exit_status = 1;
+      self->script_state = 2;
+      if (self->screenshot)
+        g_application_quit (G_APPLICATION (self));
+      return;
+    }
+  if (!self->screenshot)
+    pl_window_show_bottom_page (window, "script");
+  g_signal_connect (panel, "finished", G_CALLBACK (on_script_finished), self);
+  pl_script_panel_run (panel);
+}
+
+/* --- --run-backend ----------------------------------------------------------------------------- */
+
+static void
+on_run_finished (PlRunPanel *panel, const char *error, PlApplication *self)
+{
+  g_signal_handlers_disconnect_by_func (panel, on_run_finished, self);
+  self->run_state = 2;
+  if (error)
+    {
+      g_printerr ("passlab: the run failed: %s\n", error);
+      self->exit_status = 1;
+    }
+  else
+    {
+      /* Show the slowest kernel: its row, bar, code and node. */
+      const PlRunReport *r = pl_run_panel_get_report (panel);
+      int slowest = 0;
+      for (int i = 1; i < r->n_kernels; i++)
+        if (r->kernels[i].median_ms > r->kernels[slowest].median_ms)
+          slowest = i;
+      pl_run_panel_select_kernel (panel, r->n_kernels > 0 ? slowest : -1);
+    }
+  GtkRoot *window = gtk_widget_get_root (GTK_WIDGET (panel));
+  if (PL_IS_WINDOW (window))
+    on_window_busy (PL_WINDOW (window), NULL, self);
+}
+
+static void
+start_run (PlApplication *self, PlWindow *window)
+{
+  PlRunPanel *panel = pl_run_panel_get_for_window (window);
+  PlBackend backend = PL_BACKEND_CPU;
+  pl_backend_from_name (self->run_backend, &backend);  /* checked with the options */
+  self->run_state = 1;
+  pl_window_show_bottom_page (window, "run");
+  /* The table, the charts and the code need more height than the timeline. */
+  int h = gtk_widget_get_height (GTK_WIDGET (window->inner_paned));
+  if (h > 0 && h - gtk_paned_get_position (window->inner_paned) < 360)
+    gtk_paned_set_position (window->inner_paned, MAX (h - 360, h / 3));
+  pl_run_panel_set_backend (panel, backend);
+  g_autoptr (GError) error = NULL;
+  g_signal_connect (panel, "run-finished", G_CALLBACK (on_run_finished), self);
+  if (!pl_run_panel_run (panel, &error))
+    {
+      g_signal_handlers_disconnect_by_func (panel, on_run_finished, self);
+      g_printerr ("passlab: %s\n", error->message);
+      self->exit_status = 1;
+      self->run_state = 2;
+      if (self->screenshot)
+        g_application_quit (G_APPLICATION (self));
+    }
 }
 
 /* --- opening ------------------------------------------------------------------------------- */
@@ -190,6 +315,17 @@ static void
 pl_application_activate (GApplication *app)
 {
   PlApplication *self = PL_APPLICATION (app);
+  if (self->script && self->script_state == 0)
+    {
+      /* A script with no graph file: it makes its own graphs. */
+      PlWindow *window = new_window (self);
+      g_signal_connect (window, "notify::busy", G_CALLBACK (on_window_busy), self);
+      if (self->screenshot)
+        self->timeout_id = g_timeout_add_seconds (SCREENSHOT_TIMEOUT_S, on_screenshot_timeout, self);
+      gtk_window_present (GTK_WINDOW (window));
+      start_script (self, window);
+      return;
+    }
   if (self->screenshot)
     {
       g_printerr ("passlab: --screenshot needs a FILE\n");
@@ -224,6 +360,8 @@ pl_application_open (GApplication *app, GFile **files, int n_files, const char *
                              && !pl_window_is_busy (PL_WINDOW (active))
                            ? PL_WINDOW (active)
                            : new_window (self);
+      if (i == 0 && ((self->script && self->script_state == 0) || self->run_backend))
+        g_signal_connect (window, "notify::busy", G_CALLBACK (on_window_busy), self);
       pl_window_open (window, files[i], i == 0 ? &request : NULL);
       gtk_window_present (GTK_WINDOW (window));
     }
@@ -263,12 +401,21 @@ pl_application_handle_local_options (GApplication *app, GVariantDict *options)
   g_variant_dict_lookup (options, "passes", "s", &self->passes);
   g_variant_dict_lookup (options, "select", "s", &self->select);
   g_variant_dict_lookup (options, "screenshot", "^ay", &self->screenshot);
+  g_variant_dict_lookup (options, "script", "^ay", &self->script);
+  PlBackend backend;
+  if (g_variant_dict_lookup (options, "run-backend", "s", &self->run_backend)
+      && !pl_backend_from_name (self->run_backend, &backend))
+    {
+      g_printerr ("passlab: --run-backend wants reference, cpu or cuda, not '%s'\n", self->run_backend);
+      return 1;
+    }
   if (g_variant_dict_lookup (options, "step", "i", &self->step) && self->step < 0)
     {
       g_printerr ("passlab: --step wants a step number, 0 or more\n");
       return 1;
     }
-  if (self->passes || self->select || self->screenshot || self->step >= 0 || size)
+  if (self->passes || self->select || self->screenshot || self->script || self->run_backend || self->step >= 0
+      || size)
     g_application_set_flags (app, g_application_get_flags (app) | G_APPLICATION_NON_UNIQUE);
   return -1;
 }
@@ -299,6 +446,8 @@ pl_application_finalize (GObject *object)
   g_free (self->passes);
   g_free (self->select);
   g_free (self->screenshot);
+  g_free (self->script);
+  g_free (self->run_backend);
   G_OBJECT_CLASS (pl_application_parent_class)->finalize (object);
 }
 

@@ -43,6 +43,8 @@ struct _PlWindow
   PlGraphCanvas    *canvas;
   GtkLabel         *legend_label;
   PlTimeline       *timeline;
+  GtkStack         *bottom_stack;    /* Timeline | Script | ... */
+  GtkWidget        *script_panel;
   PlInspector      *inspector;
   GtkRevealer      *progress_revealer;
   GtkSpinner       *progress_spinner;
@@ -74,6 +76,16 @@ struct _PlWindow
 void  pl_window_set_banner       (PlWindow *self, const char *message, gboolean is_error);
 void  pl_window_cancel           (PlWindow *self);
 void  pl_window_zoom             (PlWindow *self, int direction);  /* -1 out, 0 fit, +1 in */
+/* Adds a page under the canvas, next to the timeline ("Timeline | Script |
+ * title"); name identifies it for pl_window_show_bottom_page. */
+void  pl_window_add_bottom_page  (PlWindow *self, GtkWidget *page, const char *name, const char *title);
+void  pl_window_show_bottom_page (PlWindow *self, const char *name);
+/* The script panel (a PlScriptPanel). */
+GtkWidget *pl_window_get_script_panel (PlWindow *self);
+/* Shows history (taken) as the document's, at its last step, as a run of
+ * the pipeline would; its file stays the current one, or is file when
+ * nothing is open. */
+void  pl_window_show_history     (PlWindow *self, PlHistory *history, GFile *file);
 
 /* pl-window-actions.c */
 void  pl_window_actions_init     (PlWindow *self);

@@ -22,6 +22,8 @@
 
 #include "onnx-io.h"
 #include "passlab-resources.h"
+#include "pl-run-panel.h"
+#include "pl-script-panel.h"
 
 /* --- documents -------------------------------------------------------------------- */
 
@@ -693,6 +695,53 @@ pl_window_run_pipeline (PlWindow *self, const char *spec)
   self->pending_step = -1;
 }
 
+/* Installs a history made elsewhere (a script's passlab.run) the way a
+ * finished run is installed. */
+void
+pl_window_show_history (PlWindow *self, PlHistory *history, GFile *file)
+{
+  g_return_if_fail (PL_IS_WINDOW (self));
+  g_return_if_fail (history != NULL);
+  GFile *current = self->doc ? self->doc->file : file;
+  if (!current)
+    {
+      pl_history_free (history);
+      g_return_if_reached ();
+    }
+  pl_window_cancel (self);
+  PlDocument *doc = g_rc_box_new0 (PlDocument);
+  doc->file = g_object_ref (current);
+  doc->history = history;
+  pl_window_set_banner (self, NULL, FALSE);
+  self->pending_step = -1;
+  set_busy (self, TRUE);
+  install_document (self, doc);
+}
+
+/* --- bottom pages --------------------------------------------------------------------------- */
+
+void
+pl_window_add_bottom_page (PlWindow *self, GtkWidget *page, const char *name, const char *title)
+{
+  g_return_if_fail (PL_IS_WINDOW (self));
+  g_return_if_fail (GTK_IS_WIDGET (page));
+  gtk_stack_add_titled (self->bottom_stack, page, name, title);
+}
+
+void
+pl_window_show_bottom_page (PlWindow *self, const char *name)
+{
+  g_return_if_fail (PL_IS_WINDOW (self));
+  gtk_stack_set_visible_child_name (self->bottom_stack, name);
+}
+
+GtkWidget *
+pl_window_get_script_panel (PlWindow *self)
+{
+  g_return_val_if_fail (PL_IS_WINDOW (self), NULL);
+  return self->script_panel;
+}
+
 /* --- accessors ------------------------------------------------------------------------------ */
 
 gboolean
@@ -972,6 +1021,7 @@ pl_window_class_init (PlWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, PlWindow, canvas);
   gtk_widget_class_bind_template_child (widget_class, PlWindow, legend_label);
   gtk_widget_class_bind_template_child (widget_class, PlWindow, timeline);
+  gtk_widget_class_bind_template_child (widget_class, PlWindow, bottom_stack);
   gtk_widget_class_bind_template_child (widget_class, PlWindow, inspector);
   gtk_widget_class_bind_template_child (widget_class, PlWindow, progress_revealer);
   gtk_widget_class_bind_template_child (widget_class, PlWindow, progress_spinner);
@@ -1003,6 +1053,10 @@ pl_window_init (PlWindow *self)
   g_signal_connect (self->timeline, "notify::hide-unchanged", G_CALLBACK (on_hide_unchanged_changed), self);
   gtk_search_bar_connect_entry (self->search_bar, GTK_EDITABLE (self->search_entry));
   gtk_stack_set_visible_child_name (self->view_stack, "empty");
+
+  self->script_panel = pl_script_panel_new (self);
+  pl_window_add_bottom_page (self, self->script_panel, "script", "Script");
+  pl_window_add_bottom_page (self, pl_run_panel_new (self), "run", "Run");
 
   pl_window_actions_init (self);
   update_titles (self);
