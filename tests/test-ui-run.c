@@ -15,6 +15,7 @@
 #include "pl-application.h"
 #include "pl-run-panel.h"
 #include "pl-window.h"
+#include "test-ui-util.h"
 
 static gboolean have_display;
 static PlApplication *app;
@@ -212,44 +213,6 @@ test_refusals (void)
 }
 
 static void
-reexec_with_display (int argc, char **argv)
-{
-  if (g_getenv ("PASSLAB_UNDER_XVFB"))
-    return;
-  gboolean need_display = !g_getenv ("DISPLAY") && !g_getenv ("WAYLAND_DISPLAY");
-  g_autofree char *xvfb = need_display ? g_find_program_in_path ("xvfb-run") : NULL;
-  g_autofree char *dbus = !g_getenv ("DBUS_SESSION_BUS_ADDRESS") ? g_find_program_in_path ("dbus-run-session") : NULL;
-  if ((need_display && !xvfb) || (!xvfb && !dbus))
-    return;
-  g_autoptr (GPtrArray) args = g_ptr_array_new ();
-  if (xvfb)
-    {
-      g_ptr_array_add (args, xvfb);
-      g_ptr_array_add (args, "-a");
-      g_ptr_array_add (args, "-s");
-      g_ptr_array_add (args, "-screen 0 1920x1200x24");
-    }
-  if (dbus)
-    {
-      g_ptr_array_add (args, dbus);
-      g_ptr_array_add (args, "--");
-    }
-  for (int i = 0; i < argc; i++)
-    g_ptr_array_add (args, argv[i]);
-  g_ptr_array_add (args, NULL);
-  g_setenv ("PASSLAB_UNDER_XVFB", "1", TRUE);
-  execv (args->pdata[0], (char **) args->pdata);
-  g_printerr ("cannot run %s: %s\n", (char *) args->pdata[0], g_strerror (errno));
-}
-
-/* GTK warns when it finds no session bus; that is the test machine, not a bug. */
-static gboolean
-ignore_bus_warning (const char *domain, GLogLevelFlags level, const char *message, gpointer data)
-{
-  return !strstr (message, "session bus");
-}
-
-static void
 remove_tree (const char *path)
 {
   g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
@@ -268,7 +231,7 @@ remove_tree (const char *path)
 int
 main (int argc, char **argv)
 {
-  reexec_with_display (argc, argv);
+  pl_test_ui_reexec_with_display (argc, argv);
   /* Keep the person's settings, recent files and kernel cache out of it. */
   tmp_dir = g_dir_make_tmp ("passlab-ui-run-XXXXXX", NULL);
   g_setenv ("XDG_CONFIG_HOME", tmp_dir, TRUE);
@@ -277,7 +240,7 @@ main (int argc, char **argv)
   g_setenv ("GSETTINGS_BACKEND", "memory", TRUE);
   g_setenv ("GTK_A11Y", "none", FALSE);
   g_test_init (&argc, &argv, NULL);
-  g_test_log_set_fatal_handler (ignore_bus_warning, NULL);
+  g_test_log_set_fatal_handler (pl_test_ui_ignore_bus_warning, NULL);
   have_display = gtk_init_check ();
   if (have_display)
     {
