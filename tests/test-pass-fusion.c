@@ -57,31 +57,7 @@ assert_verifies (const PlGraph *g)
 static PlHistory *
 run_checked (const PlGraph *g, const char *spec, const char *const *params)
 {
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlPipeline) p = pl_pipeline_parse (spec, &error);
-  g_assert_no_error (error);
-  for (int i = 0; params && params[i]; i++)
-    {
-      g_assert_true (pl_pipeline_set_param (p, params[i], &error));
-      g_assert_no_error (error);
-    }
-  PlRunOptions options;
-  pl_run_options_init (&options);
-  options.check = true;
-  options.stop_on_check_failure = true;
-  options.seed = 7;
-  PlHistory *h = pl_pipeline_run (g, p, &options, &error);
-  g_assert_no_error (error);
-  g_assert_null (h->error);
-  for (int i = 1; i < pl_history_n_steps (h); i++)
-    {
-      PlStep *s = pl_history_step (h, i);
-      g_assert_false (s->check_failed);
-      if (s->changed)
-        g_assert_true (s->checked);
-      assert_verifies (s->graph);
-    }
-  return h;
+  return pl_test_run_checked (g, spec, params, 1e-4, 7);
 }
 
 static PlGraph *

@@ -26,33 +26,7 @@ parse (const char *text)
 static PlHistory *
 run_checked (const PlGraph *g, const char *spec, const char *const *params, double tolerance)
 {
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlPipeline) p = pl_pipeline_parse (spec, &error);
-  g_assert_no_error (error);
-  for (int i = 0; params && params[i]; i++)
-    {
-      pl_pipeline_set_param (p, params[i], &error);
-      g_assert_no_error (error);
-    }
-  PlRunOptions o;
-  pl_run_options_init (&o);
-  o.check = true;
-  o.tolerance = tolerance;
-  PlHistory *h = pl_pipeline_run (g, p, &o, &error);
-  g_assert_no_error (error);
-  g_assert_null (h->error);
-  g_assert_cmpint (pl_history_n_steps (h), ==, (int) p->entries->len + 1);
-  for (int i = 1; i < pl_history_n_steps (h); i++)
-    {
-      PlStep *s = pl_history_step (h, i);
-      if (s->check_failed)
-        g_error ("%s", s->check_message);
-      g_assert_true (s->checked == s->changed);
-      g_assert_cmpfloat (s->max_rel_error, <=, tolerance);
-      g_assert_true (pl_graph_verify (s->graph, &error));
-      g_assert_no_error (error);
-    }
-  return h;
+  return pl_test_run_checked (g, spec, params, tolerance, 1);
 }
 
 static PlStep *

@@ -351,34 +351,7 @@ static const char *fwdbwd_graph =
 static PlHistory *
 run_checked (const PlGraph *g, const char *spec, const char *const *params, double tol)
 {
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlPipeline) p = pl_pipeline_parse (spec, &error);
-  g_assert_no_error (error);
-  for (int i = 0; params && params[i]; i++)
-    {
-      pl_pipeline_set_param (p, params[i], &error);
-      g_assert_no_error (error);
-    }
-  PlRunOptions options;
-  pl_run_options_init (&options);
-  options.check = true;
-  options.tolerance = tol;
-  PlHistory *h = pl_pipeline_run (g, p, &options, &error);
-  g_assert_no_error (error);
-  g_assert_null (h->error);
-  for (int i = 1; i < pl_history_n_steps (h); i++)
-    {
-      PlStep *s = pl_history_step (h, i);
-      g_assert_true (pl_graph_verify (s->graph, &error));
-      g_assert_no_error (error);
-      if (s->changed)
-        {
-          g_assert_true (s->checked);
-          if (s->check_failed)
-            g_error ("%s", s->check_message);
-        }
-    }
-  return h;
+  return pl_test_run_checked (g, spec, params, tol, 1);
 }
 
 static PlStep *

@@ -178,3 +178,38 @@ pl_test_source_path (const char *relative)
   const char *root = g_getenv ("PASSLAB_SOURCE_DIR");
   return g_build_filename (root ? root : ".", relative, NULL);
 }
+
+PlHistory *
+pl_test_run_checked (const PlGraph *g, const char *spec, const char *const *params, double tolerance,
+                     guint32 seed)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlPipeline) p = pl_pipeline_parse (spec, &error);
+  g_assert_no_error (error);
+  for (int i = 0; params && params[i]; i++)
+    {
+      g_assert_true (pl_pipeline_set_param (p, params[i], &error));
+      g_assert_no_error (error);
+    }
+  PlRunOptions o;
+  pl_run_options_init (&o);
+  o.check = true;
+  o.tolerance = tolerance;
+  o.seed = seed;
+  PlHistory *h = pl_pipeline_run (g, p, &o, &error);
+  g_assert_no_error (error);
+  g_assert_null (h->error);
+  g_assert_cmpint (pl_history_n_steps (h), ==, (int) p->entries->len + 1);
+  for (int i = 1; i < pl_history_n_steps (h); i++)
+    {
+      PlStep *s = pl_history_step (h, i);
+      if (s->check_failed)
+        g_error ("%s", s->check_message);
+      g_assert_true (s->checked == s->changed);
+      if (s->checked)
+        g_assert_cmpfloat (s->max_rel_error, <=, tolerance);
+      g_assert_true (pl_graph_verify (s->graph, &error));
+      g_assert_no_error (error);
+    }
+  return h;
+}

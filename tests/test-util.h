@@ -5,6 +5,7 @@
 #include "graph.h"
 #include "interp.h"
 #include "tensor.h"
+#include "pass-manager.h"
 
 #define PL_DIMS(...) ((const int64_t[]) { __VA_ARGS__ })
 #define PL_VALS(...) ((const double[]) { __VA_ARGS__ })
@@ -34,5 +35,10 @@ void       pl_test_expect_run_error   (PlGraph *g, PlTensor *const *inputs, guin
 void       pl_test_assert_close  (const PlTensor *got, const PlTensor *want, double rtol, double atol);
 /* Asserts got equals the listed values (same count as got->numel), within 1e-5 relative. */
 void       pl_test_assert_values (const PlTensor *got, const double *want);
+/* Runs the pipeline `spec` on g (params: "pass.key=value", NULL-terminated)
+ * with the numerical check; asserts that every step verifies, was checked
+ * exactly when it changed the graph, and stayed within tolerance. */
+PlHistory *pl_test_run_checked  (const PlGraph *g, const char *spec, const char *const *params,
+                                  double tolerance, guint32 seed);
 /* Path of a file in the source tree (from PASSLAB_SOURCE_DIR); g_free it. */
 char      *pl_test_source_path   (const char *relative);
