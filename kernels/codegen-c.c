@@ -80,13 +80,10 @@ typedef struct {
 static void G_GNUC_PRINTF (2, 3)
 line (Emit *e, const char *fmt, ...)
 {
-  for (int i = 0; i < e->indent; i++)
-    g_string_append (e->o, "  ");
   va_list ap;
   va_start (ap, fmt);
-  g_string_append_vprintf (e->o, fmt, ap);
+  pl_codegen_vline (e->o, e->indent, fmt, ap);
   va_end (ap);
-  g_string_append_c (e->o, '\n');
 }
 
 static const PlInstr *
@@ -120,41 +117,6 @@ emit_args (Emit *e)
 }
 
 static void
-emit_value (Emit *e, int i)
-{
-  g_autofree char *x = pl_codegen_expr (e->lp, i);
-  line (e, "const %s v%d = %s;", pl_plan_ctype (at (e->lp, i)->dtype), i, x);
-}
-
-/* Instructions of the given level (and, for row values, phase) that are used. */
-static void
-emit_level (Emit *e, PlLevel level, int phase)
-{
-  for (guint i = 0; i < e->lp->instrs->len; i++)
-    {
-      const PlInstr *x = at (e->lp, (int) i);
-      if (x->used && x->level == level && x->op != PL_SOP_REDUCED && (level != PL_LEVEL_ROW || x->phase == phase))
-        emit_value (e, (int) i);
-    }
-}
-
-/* Coordinates c<first>..c<last-1> from the linear index `var` over those dims. */
-static void
-emit_coords (Emit *e, const char *var, int first, int last)
-{
-  int64_t stride = 1;
-  for (int k = last - 1; k >= first; k--)
-    {
-      if (k == first)
-        line (e, "const int64_t c%d = %s / %" G_GINT64_FORMAT ";", k, var, stride);
-      else
-        line (e, "const int64_t c%d = (%s / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ";", k, var, stride,
-              e->lp->dims[k]);
-      stride *= e->lp->dims[k];
-    }
-}
-
-static void
 emit_store (Emit *e, const PlStore *st)
 {
   g_autofree char *ix = pl_idx_to_c (st->index, pl_codegen_coord_names ());
@@ -166,7 +128,7 @@ emit_store (Emit *e, const PlStore *st)
 static void
 emit_pointwise_body (Emit *e)
 {
-  emit_level (e, PL_LEVEL_ELEM, 0);
+  pl_codegen_level (e->o, e->indent, e->lp, PL_LEVEL_ELEM, 0);
   for (guint s = 0; s < e->lp->stores->len; s++)
     emit_store (e, &g_array_index (e->lp->stores, PlStore, s));
 }
@@ -195,7 +157,7 @@ emit_pointwise (Emit *e)
       line (e, "for (int64_t o = 0; o < %" G_GINT64_FORMAT "; o++)", outer);
       line (e, "{");
       e->indent++;
-      emit_coords (e, "o", 0, r - 1);
+      pl_codegen_coords (e->o, e->indent, e->lp, "o", 0, r - 1);
     }
   line (e, par && inner_par ? "#pragma omp parallel for simd schedule(static)" : "#pragma omp simd");
   line (e, "for (int64_t c%d = 0; c%d < %" G_GINT64_FORMAT "; c%d++)", r - 1, r - 1, inner, r - 1);
@@ -371,7 +333,7 @@ emit_pass_body (Emit *e, int pass)
         line (e, "const %s v%u = sc%d[ridx];", pl_plan_ctype (x->dtype), i, x->scratch);
       else
         {
-          emit_value (e, (int) i);
+          pl_codegen_value (e->o, e->indent, e->lp, (int) i);
           if (x->scratch >= 0)
             line (e, "sc%d[ridx] = v%u;", x->scratch, i);
         }
@@ -426,7 +388,7 @@ emit_pass (Emit *e, int pass, bool par)
         line (e, "const %s red%u = acc%u;", pl_plan_ctype (red (lp, (int) r)->dtype), r, r);
         for (guint i = 0; i < lp->instrs->len; i++)
           if (at (lp, (int) i)->op == PL_SOP_REDUCED && at (lp, (int) i)->reduction == (int) r && at (lp, (int) i)->used)
-            emit_value (e, (int) i);
+            pl_codegen_value (e->o, e->indent, e->lp, (int) i);
       }
 }
 
@@ -434,7 +396,7 @@ static void
 emit_row (Emit *e, bool par)
 {
   const PlLoopPlan *lp = e->lp;
-  emit_coords (e, "row", 0, lp->n_kept);
+  pl_codegen_coords (e->o, e->indent, e->lp, "row", 0, lp->n_kept);
   for (guint i = 0; i < lp->instrs->len; i++)
     {
       const PlInstr *x = at (lp, (int) i);
@@ -444,7 +406,7 @@ emit_row (Emit *e, bool par)
     }
   for (int pass = 0; pass <= lp->n_passes; pass++)
     {
-      emit_level (e, PL_LEVEL_ROW, pass);
+      pl_codegen_level (e->o, e->indent, e->lp, PL_LEVEL_ROW, pass);
       if (pass < lp->n_passes)
         emit_pass (e, pass, par);
     }
@@ -510,7 +472,7 @@ emit_loop_function (GString *o, const PlKernelPlan *p)
   line (&e, "{");
   e.indent++;
   emit_args (&e);
-  emit_level (&e, PL_LEVEL_CONST, 0);
+  pl_codegen_level (e.o, e.indent, e.lp, PL_LEVEL_CONST, 0);
   if (p->loop->reductions->len == 0)
     emit_pointwise (&e);
   else

@@ -69,13 +69,10 @@ typedef struct {
 static void G_GNUC_PRINTF (2, 3)
 line (Emit *e, const char *fmt, ...)
 {
-  for (int i = 0; i < e->indent; i++)
-    g_string_append (e->o, "  ");
   va_list ap;
   va_start (ap, fmt);
-  g_string_append_vprintf (e->o, fmt, ap);
+  pl_codegen_vline (e->o, e->indent, fmt, ap);
   va_end (ap);
-  g_string_append_c (e->o, '\n');
 }
 
 static const PlInstr *
@@ -117,40 +114,6 @@ emit_signature (Emit *e, const char *name)
 }
 
 static void
-emit_value (Emit *e, int i)
-{
-  g_autofree char *x = pl_codegen_expr (e->lp, i);
-  line (e, "const %s v%d = %s;", pl_plan_ctype (at (e->lp, i)->dtype), i, x);
-}
-
-static void
-emit_level (Emit *e, PlLevel level, int phase)
-{
-  for (guint i = 0; i < e->lp->instrs->len; i++)
-    {
-      const PlInstr *x = at (e->lp, (int) i);
-      if (x->used && x->level == level && x->op != PL_SOP_REDUCED && (level != PL_LEVEL_ROW || x->phase == phase))
-        emit_value (e, (int) i);
-    }
-}
-
-/* c<first>..c<last-1> from the flat index var over those loop dims. */
-static void
-emit_coords (Emit *e, const char *var, int first, int last)
-{
-  int64_t stride = 1;
-  for (int k = last - 1; k >= first; k--)
-    {
-      if (k == first)
-        line (e, "const int64_t c%d = %s / %" G_GINT64_FORMAT ";", k, var, stride);
-      else
-        line (e, "const int64_t c%d = (%s / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ";", k, var, stride,
-              e->lp->dims[k]);
-      stride *= e->lp->dims[k];
-    }
-}
-
-static void
 emit_store (Emit *e, const PlStore *st, const char *guard)
 {
   g_autofree char *ix = pl_idx_to_c (st->index, pl_codegen_coord_names ());
@@ -174,13 +137,13 @@ emit_pointwise (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
   emit_signature (e, name);
   line (e, "{");
   e->indent++;
-  emit_level (e, PL_LEVEL_CONST, 0);
+  pl_codegen_level (e->o, e->indent, e->lp, PL_LEVEL_CONST, 0);
   line (e, "for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < %" G_GINT64_FORMAT
         "; i += (int64_t) gridDim.x * blockDim.x)", lp->total);
   line (e, "{");
   e->indent++;
-  emit_coords (e, "i", 0, lp->rank);
-  emit_level (e, PL_LEVEL_ELEM, 0);
+  pl_codegen_coords (e->o, e->indent, e->lp, "i", 0, lp->rank);
+  pl_codegen_level (e->o, e->indent, e->lp, PL_LEVEL_ELEM, 0);
   for (guint s = 0; s < lp->stores->len; s++)
     emit_store (e, &g_array_index (lp->stores, PlStore, s), "");
   e->indent--;
@@ -392,7 +355,7 @@ emit_row_reduce (Emit *e, int pass, int *slot)
       line (e, "const %s red%d = acc%d;", pl_plan_ctype (x->dtype), r, r);
       for (guint i = 0; i < lp->instrs->len; i++)
         if (at (lp, (int) i)->op == PL_SOP_REDUCED && at (lp, (int) i)->reduction == r && at (lp, (int) i)->used)
-          emit_value (e, (int) i);
+          pl_codegen_value (e->o, e->indent, e->lp, (int) i);
     }
 }
 
@@ -418,7 +381,7 @@ emit_pass (Emit *e, int pass, int *slot)
   line (e, "for (int64_t j = lane; j < %" G_GINT64_FORMAT "; j += %d)", lp->row_len, e->tpr);
   line (e, "{");
   e->indent++;
-  emit_coords (e, "j", lp->n_kept, lp->rank);
+  pl_codegen_coords (e->o, e->indent, e->lp, "j", lp->n_kept, lp->rank);
   if (pass_needs_ridx (lp, pass))
     line (e, "const int64_t ridx = j;");
   for (guint i = 0; i < lp->instrs->len; i++)
@@ -431,7 +394,7 @@ emit_pass (Emit *e, int pass, int *slot)
         line (e, "const %s v%u = sc%d[ridx];", pl_plan_ctype (x->dtype), i, x->scratch);
       else
         {
-          emit_value (e, (int) i);
+          pl_codegen_value (e->o, e->indent, e->lp, (int) i);
           if (x->scratch >= 0)
             line (e, "sc%d[ridx] = v%u;", x->scratch, i);
         }
@@ -470,7 +433,7 @@ emit_rows (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
     line (e, "__shared__ unsigned long long pl_red[%d * 96];", n_red_slots);
   if (lp->n_scratch && e->shared_scratch)
     line (e, "extern __shared__ unsigned long long pl_smem[];");
-  emit_level (e, PL_LEVEL_CONST, 0);
+  pl_codegen_level (e->o, e->indent, e->lp, PL_LEVEL_CONST, 0);
   line (e, "for (int64_t row0 = (int64_t) blockIdx.x * %d; row0 < %" G_GINT64_FORMAT "; row0 += (int64_t) gridDim.x * %d)",
         e->rpb, lp->n_rows, e->rpb);
   line (e, "{");
@@ -482,7 +445,7 @@ emit_rows (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
     }
   else
     line (e, "const int64_t row = row0;");
-  emit_coords (e, "row", 0, lp->n_kept);
+  pl_codegen_coords (e->o, e->indent, e->lp, "row", 0, lp->n_kept);
   for (guint i = 0; i < lp->instrs->len; i++)
     {
       const PlInstr *x = at (lp, (int) i);
@@ -499,7 +462,7 @@ emit_rows (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
   int slot = 0;
   for (int pass = 0; pass <= lp->n_passes; pass++)
     {
-      emit_level (e, PL_LEVEL_ROW, pass);
+      pl_codegen_level (e->o, e->indent, e->lp, PL_LEVEL_ROW, pass);
       if (pass < lp->n_passes)
         emit_pass (e, pass, &slot);
     }

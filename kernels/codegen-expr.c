@@ -226,3 +226,54 @@ pl_codegen_expr (const PlLoopPlan *lp, int i)
     }
   return print_unary (x, at (lp, x->a[0])->dtype, a);
 }
+
+void
+pl_codegen_vline (GString *o, int indent, const char *fmt, va_list ap)
+{
+  for (int i = 0; i < indent; i++)
+    g_string_append (o, "  ");
+  g_string_append_vprintf (o, fmt, ap);
+  g_string_append_c (o, '\n');
+}
+
+static void G_GNUC_PRINTF (3, 4)
+put (GString *o, int indent, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  pl_codegen_vline (o, indent, fmt, ap);
+  va_end (ap);
+}
+
+void
+pl_codegen_value (GString *o, int indent, const PlLoopPlan *lp, int i)
+{
+  g_autofree char *x = pl_codegen_expr (lp, i);
+  put (o, indent, "const %s v%d = %s;", pl_plan_ctype (g_array_index (lp->instrs, PlInstr, i).dtype), i, x);
+}
+
+void
+pl_codegen_level (GString *o, int indent, const PlLoopPlan *lp, PlLevel level, int phase)
+{
+  for (guint i = 0; i < lp->instrs->len; i++)
+    {
+      const PlInstr *x = &g_array_index (lp->instrs, PlInstr, i);
+      if (x->used && x->level == level && x->op != PL_SOP_REDUCED && (level != PL_LEVEL_ROW || x->phase == phase))
+        pl_codegen_value (o, indent, lp, (int) i);
+    }
+}
+
+void
+pl_codegen_coords (GString *o, int indent, const PlLoopPlan *lp, const char *var, int first, int last)
+{
+  int64_t stride = 1;
+  for (int k = last - 1; k >= first; k--)
+    {
+      if (k == first)
+        put (o, indent, "const int64_t c%d = %s / %" G_GINT64_FORMAT ";", k, var, stride);
+      else
+        put (o, indent, "const int64_t c%d = (%s / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ";", k, var,
+             stride, lp->dims[k]);
+      stride *= lp->dims[k];
+    }
+}

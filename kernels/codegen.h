@@ -24,6 +24,18 @@ char       *pl_codegen_literal        (PlDType dtype, double f, int64_t i);
 /* "c0", "c1", ... */
 const char *const *pl_codegen_coord_names (void);
 
+/* Emission shared by both languages: they differ in loops and launch
+ * shapes, not in how a value, a level of values or the coordinates read. */
+/* Appends one line indented by `indent` levels. */
+void        pl_codegen_vline          (GString *o, int indent, const char *fmt, va_list ap);
+/* `const T v<i> = <expr>;` for instruction i. */
+void        pl_codegen_value          (GString *o, int indent, const PlLoopPlan *lp, int i);
+/* The values of the used instructions at `level` (row values: of `phase`). */
+void        pl_codegen_level          (GString *o, int indent, const PlLoopPlan *lp, PlLevel level, int phase);
+/* Coordinates c<first>..c<last-1> from the flat index `var` over those loop dims. */
+void        pl_codegen_coords         (GString *o, int indent, const PlLoopPlan *lp, const char *var,
+                                       int first, int last);
+
 /* --- C (codegen-c.c) --------------------------------------------------------------- */
 
 /* The start of a translation unit: includes and helpers. */
