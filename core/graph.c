@@ -822,6 +822,7 @@ copy_value (PlGraph *dst, const PlValue *v)
   c->dtype = v->dtype;
   c->shape = v->shape;
   c->is_input = v->is_input;
+  c->layout = v->layout;
   if (v->constant)
     c->constant = pl_tensor_ref (v->constant);
   return c;

@@ -15,6 +15,7 @@
  */
 #pragma once
 
+#include "layout.h"
 #include "ops.h"
 #include "tensor.h"
 
@@ -73,6 +74,7 @@ struct _PlValue {
   int        uses_cap;
   PlTensor  *constant;        /* data of a constant (initializer), else NULL */
   bool       is_input;        /* listed in graph->inputs */
+  PlLayout   layout;          /* physical order in memory (layout.h); NCHW by default */
   PlGraph   *graph;
 };
 

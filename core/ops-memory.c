@@ -5,6 +5,8 @@
  *   SwapIn(y)          -> x   copy it back to the device
  *   CompressFp16(x)    -> h   f32 -> f16 on the device, round to nearest even
  *   DecompressFp16(h)  -> x   f16 -> f32 on the device (exact)
+ *   LayoutTransform(x) {to="NHWC"} -> y   the same logical tensor stored in
+ *                                          another physical layout (layout.h)
  *
  * Where values live: the output of a SwapOut is a *host* value and is the
  * only kind there is (pl_value_on_host, schedule.h). The memory profile does
@@ -111,6 +113,38 @@ eval_decompress (const PlNode *node G_GNUC_UNUSED, PlTensor *const *inputs, PlTe
   return true;
 }
 
+/* LayoutTransform: the output is the input in layout `to`; logically an
+ * identity, so the reference passes the tensor through. */
+static bool
+infer_layout_transform (PlNode *node, GError **error)
+{
+  PlValue *x = pl_input (node, 0);
+  const char *to = pl_node_attr_string (node, "to", NULL);
+  PlLayout layout;
+  if (x == NULL)
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_SHAPE, "input 0 is required");
+      return false;
+    }
+  if (!pl_layout_parse (to, &layout))
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_SHAPE,
+                   "attribute 'to' must be one of NCHW, NHWC, CHWN (got %s%s%s)",
+                   to ? "'" : "", to ? to : "nothing", to ? "'" : "");
+      return false;
+    }
+  if (x->shape.rank >= 0 && !pl_layout_valid_for_rank (layout, x->shape.rank))
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_SHAPE, "layout %s needs a 4-d tensor, '%s' has rank %d",
+                   to, x->name, x->shape.rank);
+      return false;
+    }
+  pl_set_output (node, 0, x->dtype, &x->shape);
+  if (node->outputs[0])
+    node->outputs[0]->layout = layout;
+  return true;
+}
+
 void
 pl_ops_register_memory (void)
 {
@@ -119,6 +153,7 @@ pl_ops_register_memory (void)
     { PL_OP_SwapIn, 1, 1, 1, 1, infer_copy, eval_copy },
     { PL_OP_CompressFp16, 1, 1, 1, 1, infer_compress, eval_compress },
     { PL_OP_DecompressFp16, 1, 1, 1, 1, infer_decompress, eval_decompress },
+    { PL_OP_LayoutTransform, 1, 1, 1, 1, infer_layout_transform, eval_copy },
   };
   pl_ops_register (entries, G_N_ELEMENTS (entries));
 }

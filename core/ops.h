@@ -77,7 +77,8 @@ typedef enum {
   /* passlab's own: a fusion node runs its body graph */ \
   X (Fusion, FUSION) \
   /* passlab's own memory ops (swap insertion): move or compress a tensor and back */ \
-  X (SwapOut, MEMORY) X (SwapIn, MEMORY) X (CompressFp16, MEMORY) X (DecompressFp16, MEMORY)
+  X (SwapOut, MEMORY) X (SwapIn, MEMORY) X (CompressFp16, MEMORY) X (DecompressFp16, MEMORY) \
+  X (LayoutTransform, MEMORY)
 
 typedef enum {
   PL_OP_OPAQUE = 0,
@@ -134,6 +135,6 @@ void pl_ops_register_reduce      (void); /* ops-reduce.c: Reduce*, Arg*, softmax
 void pl_ops_register_nn          (void); /* ops-nn.c: MatMul, Gemm, Conv, ConvTranspose, Einsum, pooling, losses */
 void pl_ops_register_shape       (void); /* ops-shape.c: data movement, indexing, shape computation, Expand */
 void pl_ops_register_control     (void); /* ops.c: If/Loop/Scan (infer only, not executable), Fusion */
-void pl_ops_register_memory      (void); /* ops-memory.c: SwapOut, SwapIn, CompressFp16, DecompressFp16 */
+void pl_ops_register_memory      (void); /* ops-memory.c: SwapOut, SwapIn, CompressFp16, DecompressFp16, LayoutTransform */
 
 G_END_DECLS

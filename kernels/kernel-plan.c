@@ -769,10 +769,10 @@ gemm_desc (PlKernelPlan *p, PlLower *L, const PlNode *mm, GHashTable *absorbed, 
   return true;
 }
 
-static bool
-conv_desc (PlKernelPlan *p, PlLower *L, const PlNode *conv, char **why)
+bool
+pl_conv_desc_from_node (const PlNode *conv, PlConvDesc *c, char **why)
 {
-  PlConvDesc *c = &p->conv;
+  memset (c, 0, sizeof *c);
   int64_t xd[PL_MAX_RANK], wd[PL_MAX_RANK], od[PL_MAX_RANK];
   PlValue *x = conv->inputs[0], *w = conv->n_inputs > 1 ? conv->inputs[1] : NULL;
   if (!value_dims (x, xd) || !value_dims (w, wd) || !value_dims (conv->outputs[0], od) || x->shape.rank < 3)
@@ -823,10 +823,30 @@ conv_desc (PlKernelPlan *p, PlLower *L, const PlNode *conv, char **why)
       c->col_rows *= c->kernel[i];
       c->col_cols *= c->out[i];
     }
-  c->x_slot = pl_lower_slot (L, x);
-  c->w_slot = pl_lower_slot (L, w);
+  c->x_layout = x->layout;
+  c->y_layout = conv->outputs[0]->layout;
+  const char *impl = pl_node_attr_string (conv, "impl", "gemm");
+  if (strcmp (impl, "gemm") == 0)
+    c->impl = PL_CONV_IMPL_GEMM;
+  else if (strcmp (impl, "direct") == 0)
+    c->impl = PL_CONV_IMPL_DIRECT;
+  else
+    return (*why = g_strdup_printf ("Conv: unknown impl '%s' (gemm or direct)", impl)) == NULL;
+  if (pl_node_attr_ints (conv, "tile", &v, &k) && k == 3)
+    memcpy (c->tile, v, sizeof c->tile);
+  return true;
+}
+
+static bool
+conv_desc (PlKernelPlan *p, PlLower *L, const PlNode *conv, char **why)
+{
+  PlConvDesc *c = &p->conv;
+  if (!pl_conv_desc_from_node (conv, c, why))
+    return false;
+  c->x_slot = pl_lower_slot (L, conv->inputs[0]);
+  c->w_slot = pl_lower_slot (L, conv->inputs[1]);
   p->flops = 2 * c->batch * c->c_out * c->col_cols * c->col_rows;
-  p->note = g_strdup_printf ("conv %dd im2col+gemm, group %" G_GINT64_FORMAT, n, c->group);
+  p->note = g_strdup_printf ("conv %dd im2col+gemm, group %" G_GINT64_FORMAT, c->n, c->group);
   return true;
 }
 

@@ -131,6 +131,13 @@ typedef struct {
   int      a_slot, b_slot;
 } PlGemmDesc;
 
+/* How a convolution is computed (the `impl` attribute of a Conv node, set
+ * by the layout pass; absent: GEMM). */
+typedef enum {
+  PL_CONV_IMPL_GEMM,            /* im2col (or nothing, for 1x1) + BLAS GEMM, in the conv's layout */
+  PL_CONV_IMPL_DIRECT,          /* generated direct convolution, tiled (conv-direct.h) */
+} PlConvImpl;
+
 typedef struct {
   PlDType  dtype;
   int      n;                   /* spatial dims */
@@ -139,6 +146,10 @@ typedef struct {
   int64_t  strides[PL_MAX_RANK], dilations[PL_MAX_RANK], pads[2 * PL_MAX_RANK];
   int64_t  col_rows, col_cols;  /* im2col matrix of one (image, group): (C/g * prod kernel) x prod out */
   int      x_slot, w_slot;
+  /* physical layouts of X and Y (layout.h; non-default only for 2-d convs) */
+  PlLayout x_layout, y_layout;
+  PlConvImpl impl;              /* attribute impl="gemm"|"direct" */
+  int64_t  tile[3];             /* DIRECT: output tile width x height x channels (attribute tile=[x,y,z]); 0: pebble rule */
 } PlConvDesc;
 
 typedef struct _PlKernelPlan PlKernelPlan;
@@ -170,6 +181,10 @@ PlKernelPlan *pl_kernel_plan_for_node (const char *name, const PlNode *node, GEr
 PlKernelPlan *pl_kernel_plan_new      (const char *name, PlNode *const *nodes, int n_nodes,
                                        PlValue *const *outputs, int n_outputs, const PlNode *hints,
                                        GError **error);
+/* Fills c from a Conv node with static shapes (slots left 0; layouts from
+ * its X and Y values, impl and tile from its attributes). false with *why
+ * (g_free) when the conv cannot be planned. */
+bool          pl_conv_desc_from_node  (const PlNode *conv, PlConvDesc *c, char **why);
 /* A FALLBACK plan for node (a fusion node runs its body in the interpreter). */
 PlKernelPlan *pl_kernel_plan_fallback (const char *name, const PlNode *node, const char *why);
 void          pl_kernel_plan_free     (PlKernelPlan *p);

@@ -1,0 +1,3 @@
+/* calibrate.c — see calibrate.h. */
+#define G_LOG_DOMAIN "passlab"
+#include "calibrate.h"

@@ -1,0 +1,46 @@
+/* conv-direct.h — the generated direct convolution, per layout, tiled by the
+ * red-blue pebble I/O bound (seed 003, MACO; DESIGN.md §1.4).
+ *
+ * The output is cut into tiles of x (width) * y (height) * z (output
+ * channels) elements. For a tile the kernel walks the input channels one by
+ * one (alpha = 1 in the seed) and accumulates, so a tile's working set is
+ * its outputs plus one channel's input window plus z * Hk * Wk weights. The
+ * pebble bound says the I/O is least when xy ~= R z (R = Hk*Wk/stride^2, the
+ * reuse of one input element) and xyz ~= S / Np (S the fast memory, Np the
+ * parallel units sharing it); pl_conv_pebble_tile solves the two.
+ *
+ * The C kernel takes the tile as run-time arguments (so the tuner compiles
+ * once per layout and tries many tiles); the CUDA kernel bakes it in.
+ * Bias is not added here: like the GEMM path, the conv's epilogue adds it.
+ * Internal to kernels/.
+ */
+#pragma once
+
+#include "kernel-plan.h"
+
+G_BEGIN_DECLS
+
+/* 2-d convs of f32/f64, any stride, dilation, padding and group; the layouts
+ * of c->x_layout / c->y_layout. false with *why (g_free) otherwise. */
+bool    pl_conv_direct_supported   (const PlConvDesc *c, char **why);
+/* The weights in the order the direct kernel reads them: elements needed and
+ * the packing from ONNX's [C_out, C_in/group, Hk, Wk]. */
+int64_t pl_conv_direct_packed_size (const PlConvDesc *c);
+void    pl_conv_direct_pack        (const PlConvDesc *c, const void *w_oihw, void *packed);
+/* Appends to out a C function
+ *   void <name> (const T *x, const T *wp, T *y, int64_t tx, int64_t ty, int64_t tz)
+ * (T float or double; wp packed; x and y in their layouts; OpenMP over tiles). */
+void    pl_conv_direct_emit_c      (GString *out, const PlConvDesc *c, const char *name);
+/* Appends a CUDA kernel  extern "C" __global__ void <name> (const T *x, const T *wp, T *y)
+ * for the tile in c->tile (0s: the pebble tile for a block); grid and block
+ * receive its launch dimensions. */
+void    pl_conv_direct_emit_cuda   (GString *out, const PlConvDesc *c, const char *name,
+                                    unsigned grid[3], unsigned block[3]);
+/* The tile from the pebble rule for fast memory of fast_mem_bytes per parallel
+ * unit and n_parallel units, clamped to the output (each entry >= 1). */
+void    pl_conv_pebble_tile        (const PlConvDesc *c, int64_t fast_mem_bytes, int n_parallel, int64_t tile[3]);
+/* This machine's per-core fast memory (L2, from sysfs; 1 MiB if unknown) and cores. */
+int64_t pl_cpu_fast_memory_bytes   (void);
+int     pl_cpu_parallel_units      (void);
+
+G_END_DECLS

@@ -1,0 +1,3 @@
+/* tune.c — see tune.h. */
+#define G_LOG_DOMAIN "passlab"
+#include "tune.h"

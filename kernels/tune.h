@@ -1,0 +1,44 @@
+/* tune.h — the autotuner for the generated direct convolution's tile
+ * (seed 003): the full space of tiles against the space pruned by the
+ * red-blue pebble rule (conv-direct.h), best time so far against trials. */
+#pragma once
+
+#include "graph.h"
+#include "layout.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  int64_t tile[3];     /* x (width), y (height), z (output channels) */
+  double  ms;          /* median of the timed repeats */
+  double  best_ms;     /* best time over the trials so far, this one included */
+} PlTuneTrial;
+
+typedef struct {
+  int      max_trials;   /* per search; 0: the whole space */
+  int      repeat;       /* timed runs per trial (median); 0: 3 */
+  guint32  seed;         /* order of the full search's random walk */
+  const char *cache_dir; /* compiled kernels; NULL: the default */
+} PlTuneOptions;
+
+typedef struct {
+  char    *conv;           /* node name */
+  PlLayout layout;
+  char    *shape;          /* "N,C,H,W -> K,OH,OW k3x3 s1" */
+  int64_t  pebble_tile[3]; /* the rule's tile */
+  int      full_space, pruned_space;   /* sizes of the two spaces */
+  GArray  *full;           /* PlTuneTrial, in the order tried */
+  GArray  *pruned;
+  int64_t  best_full_tile[3], best_pruned_tile[3];
+  double   best_full_ms, best_pruned_ms;
+} PlTuneResult;
+
+/* Tunes the Conv node `conv` (static shapes) in layout, on the CPU. */
+PlTuneResult *pl_tune_conv       (const PlNode *conv, PlLayout layout, const PlTuneOptions *opts, GError **error);
+void          pl_tune_result_free (PlTuneResult *r);
+/* The result as JSON (for --json and the workbench). */
+char         *pl_tune_result_json (const PlTuneResult *r);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (PlTuneResult, pl_tune_result_free)
+
+G_END_DECLS

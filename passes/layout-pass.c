@@ -1,0 +1,3 @@
+/* layout-pass.c — the `layout` pass (seed 003). */
+#define G_LOG_DOMAIN "passlab"
+#include "pass.h"

@@ -1,0 +1,3 @@
+/* layout-search.c — see layout-search.h. */
+#define G_LOG_DOMAIN "passlab"
+#include "layout-search.h"
