@@ -53,7 +53,10 @@ value_elems (const PlValue *v, int64_t sym_size, bool *assumed)
 int64_t
 pl_node_flops (const PlNode *node, int64_t sym_size, bool *assumed)
 {
-  if (pl_node_is_metadata_only (node) || node->n_outputs == 0 || !node->outputs[0])
+  /* A LayoutTransform only moves data: its cost is its bytes moved (read
+   * and written once, counted by pl_graph_stats), no arithmetic. */
+  if (pl_node_is_metadata_only (node) || node->op == PL_OP_LayoutTransform || node->n_outputs == 0 ||
+      !node->outputs[0])
     return 0;
   int64_t out = value_elems (node->outputs[0], sym_size, assumed);
   const PlValue *a = node->n_inputs > 0 ? node->inputs[0] : NULL;

@@ -5,7 +5,9 @@
  *   graph inputs    ellipses "name\ndtype[shape]"
  *   constants       notes (small, grey) "name\ndtype[shape]"
  *   graph outputs   double octagons "name"
- *   data edges      producer -> consumer, labelled "dtype[shape]"
+ *   data edges      producer -> consumer, labelled "dtype[shape]", plus
+ *                   " @NHWC" when the value has a non-default layout
+ *   LayoutTransform a third label line "to NHWC"
  *   control edges   dashed, labelled "serialize" / "prefetch"
  *   fusion nodes    `subgraph cluster_<id>` holding the body, drawn inline:
  *                   the body's inputs stand for the fusion node's input
@@ -70,12 +72,15 @@ append_escaped (GString *out, const char *s)
     }
 }
 
-/* "f32[2, N]", "?[*]" when nothing is known. */
+/* "f32[2, N]", "?[*]" when nothing is known; "f32[1, 64, 56, 56] @NHWC"
+ * for a non-default layout (as the text format writes it). */
 static char *
 type_string (const PlValue *v)
 {
   g_autofree char *shape = pl_shape_to_string (&v->shape);
   const char *dt = v->dtype == PL_DTYPE_UNDEFINED ? "?" : pl_dtype_name (v->dtype);
+  if (v->layout != PL_LAYOUT_NCHW)
+    return g_strdup_printf ("%s%s @%s", dt, shape, pl_layout_name (v->layout));
   return g_strdup_printf ("%s%s", dt, shape);
 }
 
@@ -221,6 +226,11 @@ emit_op_node (GString *out, const char *prefix, const PlNode *node, int depth)
       g_string_append_c (out, '.');
     }
   append_escaped (out, op);
+  if (node->op == PL_OP_LayoutTransform)
+    {
+      g_string_append (out, "\\nto ");
+      append_escaped (out, pl_node_attr_string (node, "to", "?"));
+    }
   g_string_append_printf (out, "\", fillcolor=\"%s\"", category_color (cat));
   if (cat == PL_CAT_OPAQUE)
     g_string_append (out, ", style=\"rounded,filled,dashed\"");

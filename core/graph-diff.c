@@ -5,13 +5,16 @@
 #include <string.h>
 
 /* Values are matched by id: a value keeps its id through copies, so "reads
- * the same value" survives renaming. Constants and inputs also carry ids. */
+ * the same value" survives renaming. Constants and inputs also carry ids.
+ * A value whose layout changed is not the same: its producer now writes it
+ * differently (and its readers read it differently), so both show as changed. */
 static bool
 value_same (const PlValue *a, const PlValue *b)
 {
   if (!a || !b)
     return a == b;
-  return a->id == b->id && a->dtype == b->dtype && pl_shape_equal (&a->shape, &b->shape);
+  return a->id == b->id && a->dtype == b->dtype && a->layout == b->layout &&
+         pl_shape_equal (&a->shape, &b->shape);
 }
 
 static bool

@@ -1,6 +1,9 @@
 /* graph-verify.c — the verifier: checks every IR invariant of a graph.
  * Runs after every pass in tests and debug builds; a failure here is a bug in
- * whatever changed the graph last, so messages name the node and the rule. */
+ * whatever changed the graph last, so messages name the node and the rule.
+ * Layouts (layout.h): non-default only on rank-4 values computed inside the
+ * graph, a LayoutTransform's output in its `to` layout, and a fusion body's
+ * inputs and outputs in the layouts of the node's (pl_layout_check_value). */
 #define G_LOG_DOMAIN "passlab"
 #include "graph.h"
 
@@ -18,8 +21,10 @@ compare_uses (const void *a, const void *b)
   return (x->index > y->index) - (x->index < y->index);
 }
 
+static bool verify_graph (const PlGraph *g, bool in_body, GError **error);
+
 static bool
-verify_value (const PlGraph *g, const PlValue *v, GError **error)
+verify_value (const PlGraph *g, const PlValue *v, bool in_body, GError **error)
 {
   if (v->graph != g)
     FAIL ("value '%s' belongs to another graph", v->name);
@@ -51,6 +56,8 @@ verify_value (const PlGraph *g, const PlValue *v, GError **error)
       if (v->dtype != v->constant->dtype || !pl_shape_equal (&s, &v->shape))
         FAIL ("constant '%s' is typed differently from its data", v->name);
     }
+  if (!pl_layout_check_value (v->layout, v, in_body, error))
+    return false;
   /* Each listed use must read v; a use that reads v lists a distinct slot, so
    * duplicates show up as more uses than reads (counted in pl_graph_verify). */
   for (int u = 0; u < v->n_uses; u++)
@@ -102,6 +109,7 @@ verify_shapes (PlNode *node, GError **error)
 {
   PlDType dtypes[64];
   PlShape shapes[64];
+  PlLayout layouts[64];
   int n = MIN (node->n_outputs, 64);
 
   for (int i = 0; i < n; i++)
@@ -109,6 +117,7 @@ verify_shapes (PlNode *node, GError **error)
       {
         dtypes[i] = node->outputs[i]->dtype;
         shapes[i] = node->outputs[i]->shape;
+        layouts[i] = node->outputs[i]->layout;  /* a LayoutTransform's inference sets it */
       }
   GError *local = NULL;
   bool ok = pl_node_infer (node, &local);
@@ -134,6 +143,7 @@ verify_shapes (PlNode *node, GError **error)
       {
         node->outputs[i]->dtype = dtypes[i];
         node->outputs[i]->shape = shapes[i];
+        node->outputs[i]->layout = layouts[i];
       }
   if (!ok)
     g_propagate_error (error, local);
@@ -177,7 +187,7 @@ verify_node (const PlGraph *g, PlNode *node, GError **error)
     {
       /* A fusion body is closed: it reads only its own inputs and constants. */
       GError *local = NULL;
-      if (!pl_graph_verify (node->body, &local))
+      if (!verify_graph (node->body, true, &local))
         {
           g_set_error (error, PL_ERROR, PL_ERROR_INVALID, "body of node '%s': %s", node->name, local->message);
           g_error_free (local);
@@ -189,6 +199,19 @@ verify_node (const PlGraph *g, PlNode *node, GError **error)
       if ((int) node->body->outputs->len != node->n_outputs)
         FAIL ("node '%s' has %d outputs but its body has %u", node->name, node->n_outputs,
               node->body->outputs->len);
+      /* The body's inputs and outputs stand for the node's: same layouts. */
+      for (int i = 0; i < node->n_inputs + node->n_outputs; i++)
+        {
+          bool is_in = i < node->n_inputs;
+          int k = is_in ? i : i - node->n_inputs;
+          const PlValue *outer = is_in ? node->inputs[k] : node->outputs[k];
+          GPtrArray *slots = is_in ? node->body->inputs : node->body->outputs;
+          const PlValue *inner = g_ptr_array_index (slots, k);
+          if (outer && inner->layout != outer->layout)
+            FAIL ("node '%s' %s %d '%s' has layout %s but its body's '%s' has %s", node->name,
+                  is_in ? "input" : "output", k, outer->name, pl_layout_name (outer->layout),
+                  inner->name, pl_layout_name (inner->layout));
+        }
     }
   return true;
 }
@@ -197,13 +220,19 @@ bool
 pl_graph_verify (const PlGraph *g, GError **error)
 {
   g_return_val_if_fail (g != NULL, false);
+  return verify_graph (g, false, error);
+}
 
+/* in_body: g is a fusion body, whose inputs and outputs may carry layouts. */
+static bool
+verify_graph (const PlGraph *g, bool in_body, GError **error)
+{
   if (g_hash_table_size (g->value_by_name) != g->values->len || g_hash_table_size (g->value_by_id) != g->values->len)
     FAIL ("the value index holds %u names for %u values", g_hash_table_size (g->value_by_name), g->values->len);
   if (g_hash_table_size (g->node_by_name) != g->nodes->len || g_hash_table_size (g->node_by_id) != g->nodes->len)
     FAIL ("the node index does not match the %u nodes", g->nodes->len);
   for (guint i = 0; i < g->values->len; i++)
-    if (!verify_value (g, g->values->pdata[i], error))
+    if (!verify_value (g, g->values->pdata[i], in_body, error))
       return false;
   for (guint i = 0; i < g->inputs->len; i++)
     {

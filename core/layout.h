@@ -40,5 +40,12 @@ void        pl_layout_perm   (PlLayout layout, int rank, int *perm);
 /* Element strides of each *logical* dim of a tensor of logical dims[rank]
  * stored in this layout (NHWC [1,64,56,56] -> {200704, 1, 3584, 64}). */
 void        pl_layout_strides (PlLayout layout, int rank, const int64_t *dims, int64_t *strides);
+/* Whether value v may carry `layout`, with a PL_ERROR_INVALID naming v when
+ * not: non-default layouts need rank 4 and a value computed inside the
+ * graph (not a constant; not a graph input or output, unless `in_body`: a
+ * fusion body's inputs and outputs mirror the fusion node's values and carry
+ * their layouts); a LayoutTransform's output has the layout of its `to`.
+ * The verifier, the text and ONNX readers and Lua's g:set_layout share it. */
+bool        pl_layout_check_value (PlLayout layout, const PlValue *v, bool in_body, GError **error);
 
 G_END_DECLS

@@ -10,6 +10,12 @@
  *    op_type in the custom domain "passlab" (or its own domain if it has
  *    one); its body is not written, so other tools see an unknown op;
  *  - control edges (serialize / prefetch) are dropped;
+ *  - layouts (layout.h): a LayoutTransform is written in the custom domain
+ *    "ai.passlab" (attribute `to` kept), and each value with a non-default
+ *    layout gets a value_info whose doc_string reads "passlab.layout=NHWC"
+ *    (ValueInfoProto has no metadata_props in this onnx.proto); the
+ *    importer reads both back. Conv's passlab attributes `impl` and `tile`
+ *    are written as they are;
  *  - a nested graph's outer-scope references, which the importer keeps as
  *    trailing extra inputs of the nested graph, are written as plain
  *    references again (inputs whose name an enclosing graph defines).
@@ -26,6 +32,8 @@
 #define ONNX_IR_VERSION 8
 #define ONNX_DEFAULT_OPSET 17
 #define FUSION_DOMAIN "passlab"
+#define PASSLAB_OPS_DOMAIN "ai.passlab"
+#define LAYOUT_DOC_PREFIX "passlab.layout="
 
 typedef struct {
   GPtrArray  *allocs;   /* everything the protobuf structs point at */
@@ -96,6 +104,11 @@ value_info_to_proto (Arena *a, const PlValue *v)
   Onnx__ValueInfoProto *vi = ARENA_NEW (a, Onnx__ValueInfoProto);
   onnx__value_info_proto__init (vi);
   vi->name = arena_strdup (a, v->name);
+  if (v->layout != PL_LAYOUT_NCHW)
+    {
+      g_autofree char *doc = g_strconcat (LAYOUT_DOC_PREFIX, pl_layout_name (v->layout), NULL);
+      vi->doc_string = arena_strdup (a, doc);
+    }
   if (v->dtype == PL_DTYPE_UNDEFINED && v->shape.rank == PL_RANK_UNKNOWN)
     return vi;
 
@@ -219,6 +232,8 @@ node_to_proto (Arena *a, const PlNode *node, const ExportScope *scope, GError **
   const char *domain = node->domain != NULL ? node->domain : "";
   if (node->body != NULL && domain[0] == '\0')
     domain = FUSION_DOMAIN;
+  if (node->op == PL_OP_LayoutTransform)
+    domain = PASSLAB_OPS_DOMAIN;
   np->domain = arena_strdup (a, domain);
   if (domain[0] != '\0')
     g_hash_table_add (a->domains, np->domain);
@@ -301,7 +316,8 @@ graph_to_proto (Arena *a, const PlGraph *g, const ExportScope *outer, GError **e
       const PlValue *v = g->values->pdata[i];
       if (v->constant != NULL)
         gp->initializer[gp->n_initializer++] = tensor_to_proto (a, v->constant, v->name);
-      else if (v->producer != NULL && !pl_value_is_output (v) && v->dtype != PL_DTYPE_UNDEFINED)
+      else if (v->producer != NULL && !pl_value_is_output (v)
+               && (v->dtype != PL_DTYPE_UNDEFINED || v->layout != PL_LAYOUT_NCHW))
         gp->value_info[gp->n_value_info++] = value_info_to_proto (a, v);
     }
   return gp;

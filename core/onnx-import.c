@@ -14,6 +14,11 @@
  * body uses but does not define is an outer-scope reference: it becomes an
  * extra input of the body, after the declared ones, with the outer value's
  * name, dtype and shape. The exporter drops those trailing inputs again.
+ *
+ * passlab's own ops (LayoutTransform) come in the domain "ai.passlab" and
+ * map onto the registry; a value_info whose doc_string reads
+ * "passlab.layout=NHWC" gives that value its layout (see onnx-export.c),
+ * checked by the verifier's rules once shapes are inferred.
  */
 #define G_LOG_DOMAIN "passlab"
 
@@ -27,6 +32,8 @@
 
 #define ONNX_OPSET_MIN 7
 #define ONNX_OPSET_MAX 17
+#define PASSLAB_OPS_DOMAIN "ai.passlab"
+#define LAYOUT_DOC_PREFIX "passlab.layout="
 
 /* Per-model import state: what to tell the user once the model is loaded. */
 typedef struct {
@@ -589,6 +596,8 @@ node_from_proto (ImportCtx *ctx, PlGraph *g, const ImportScope *scope, size_t in
   const char *domain = nonnull (np->domain);
   if (strcmp (domain, "ai.onnx") == 0)
     domain = "";
+  if (strcmp (domain, PASSLAB_OPS_DOMAIN) == 0 && pl_op_from_name (np->op_type, "") == PL_OP_LayoutTransform)
+    domain = "";
 
   /* ONNX does not require node names to be unique; ours are. */
   const char *name = np->name != NULL && np->name[0] != '\0' ? np->name : NULL;
@@ -721,6 +730,43 @@ add_inputs_and_constants (PlGraph *g, const Onnx__GraphProto *gp, bool nested, G
   return true;
 }
 
+/* Gives values the layouts their value_info records (after inference, so
+ * the rank is known; a declared type fills what inference left unknown). */
+static bool
+apply_layouts (PlGraph *g, const Onnx__GraphProto *gp, GError **error)
+{
+  for (size_t i = 0; i < gp->n_value_info; i++)
+    {
+      const Onnx__ValueInfoProto *vi = gp->value_info[i];
+      const char *doc = nonnull (vi->doc_string);
+      if (!g_str_has_prefix (doc, LAYOUT_DOC_PREFIX))
+        continue;
+      PlValue *v = pl_graph_find_value (g, nonnull (vi->name));
+      PlLayout layout;
+      if (v == NULL)
+        continue;  /* like any value_info of a name the graph lacks */
+      if (!pl_layout_parse (doc + strlen (LAYOUT_DOC_PREFIX), &layout))
+        {
+          g_set_error (error, PL_ERROR, PL_ERROR_FORMAT, "value '%s' has an unknown layout '%s'", v->name,
+                       doc + strlen (LAYOUT_DOC_PREFIX));
+          return false;
+        }
+      PlDType dtype;
+      PlShape shape;
+      g_autofree char *what = g_strdup_printf ("value_info '%s'", v->name);
+      if (type_from_proto (vi->type, what, true, &dtype, &shape, NULL))
+        merge_declared (v, dtype, &shape);
+      g_autoptr (GError) local = NULL;
+      if (!pl_layout_check_value (layout, v, false, &local))
+        {
+          g_set_error (error, PL_ERROR, PL_ERROR_FORMAT, "%s", local->message);
+          return false;
+        }
+      v->layout = layout;
+    }
+  return true;
+}
+
 /* Builds one graph (the model's or a nested one). Nested graphs get the
  * enclosing graphs as `outer`; they may leave types unknown, and a failure
  * of their shape inference is not an error (their outer-scope values are
@@ -777,6 +823,8 @@ graph_from_proto (ImportCtx *ctx, const Onnx__GraphProto *gp, const ImportScope 
     }
   for (size_t i = 0; i < gp->n_output; i++)
     merge_declared (g->outputs->pdata[i], out_dtypes[i], &out_shapes[i]);
+  if (!apply_layouts (g, gp, error))
+    return NULL;
   return g_steal_pointer (&g);
 }
 

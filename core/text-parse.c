@@ -13,7 +13,8 @@
  *              | ['@' name] [out { ',' out }] '=' op '(' [arg { ',' arg }] ')'
  *                  ['{' [attr { ',' attr }] '}'] ['after' '(' ctl { ',' ctl } ')']
  *                  ['body' graph]
- *   out       := '_' | name [':' type]        '_' omits an optional output
+ *   out       := '_' | name [':' type] [layout]   '_' omits an optional output
+ *   layout    := '@' ('NCHW' | 'NHWC' | 'CHWN')  the value's physical layout
  *   arg       := '_' | name                   '_' omits an optional input
  *   op        := [name '::'] name             domain::op_type
  *   ctl       := ('serialize' | 'prefetch') ':' name     a node defined earlier
@@ -41,7 +42,12 @@
  * defined before they are used; nested graphs (bodies and graph attributes)
  * are closed scopes. An annotated output type must equal the inferred one,
  * or refine it where inference knows nothing (an unknown op, a data-dependent
- * dim); it then becomes the output's type. The parsed graph is verified.
+ * dim); it then becomes the output's type. A layout annotation (layout.h;
+ * absent means NCHW) is applied after inference: it needs a rank-4 value, a
+ * LayoutTransform's must equal its `to`, and graph outputs have none (a
+ * fusion body's outputs carry the fusion node's). Inputs are never annotated
+ * (an '@' there starts the next statement's node name): a body's inputs
+ * take the layouts of the node's inputs. The parsed graph is verified.
  *
  *   graph demo opset 17 {
  *     input x: f32[N, 4]
@@ -52,6 +58,9 @@
  *     r = Relu(s) after(serialize: sum1)
  *     output r
  *   }
+ *
+ * and with layouts:  t: f32[1, 64, 56, 56] @NHWC = LayoutTransform(x) {to="NHWC"}
+ *                    c: f32[1, 64, 56, 56] @NHWC = Conv(t, w) {pads=[1, 1, 1, 1]}
  */
 #define G_LOG_DOMAIN "passlab"
 
@@ -579,7 +588,7 @@ parse_data (Parser *P, const Loc *loc, PlDType dtype, const PlShape *shape)
 
 /* --- attributes --------------------------------------------------------------- */
 
-static PlGraph *parse_graph (Parser *P);
+static PlGraph *parse_graph (Parser *P, bool is_body);
 
 typedef enum { LIST_ANY, LIST_INTS, LIST_FLOATS, LIST_STRINGS } ListKind;
 
@@ -674,7 +683,7 @@ parse_attr_value (Parser *P, PlNode *node, const char *name)
     }
   if (at_word (P, 0, "graph"))
     {
-      PlGraph *g = parse_graph (P);
+      PlGraph *g = parse_graph (P, false);
       if (!g)
         return false;
       pl_node_set_attr_graph (node, name, g);
@@ -766,6 +775,32 @@ parse_value_ref (Parser *P, PlGraph *g, const char *what, PlValue **v)
   return *v || error_tok (P, &where, "undefined value '%s'", name);
 }
 
+/* '@' LAYOUT, at the '@'; *where is the layout name's position. */
+static bool
+parse_layout (Parser *P, PlLayout *layout, Loc *where)
+{
+  advance (P); /* '@' */
+  *where = here (P);
+  Token *t = peek (P, 0);
+  if (t->kind != T_IDENT)
+    return error_expected (P, "a layout (NCHW, NHWC or CHWN)");
+  if (!pl_layout_parse (t->text, layout))
+    return error_tok (P, t, "unknown layout '%s' (expected NCHW, NHWC or CHWN)", t->text);
+  advance (P);
+  return true;
+}
+
+/* Gives v the annotated layout, if the rules allow (pl_layout_check_value). */
+static bool
+apply_layout (Parser *P, PlValue *v, PlLayout layout, const Loc *where, bool is_body)
+{
+  g_autoptr (GError) err = NULL;
+  if (!pl_layout_check_value (layout, v, is_body, &err))
+    return error_tok (P, where, "%s", err->message);
+  v->layout = layout;
+  return true;
+}
+
 /* 'input' name ':' type  |  'const' name ':' type '=' data */
 static bool
 parse_decl (Parser *P, PlGraph *g, bool is_const)
@@ -790,15 +825,18 @@ parse_decl (Parser *P, PlGraph *g, bool is_const)
 }
 
 static bool
-parse_output (Parser *P, PlGraph *g)
+parse_output (Parser *P, PlGraph *g, bool is_body)
 {
   advance (P);
   do
     {
       PlValue *v;
+      Loc where = here (P);
       if (!parse_value_ref (P, g, "an output name", &v))
         return false;
       pl_graph_add_output (g, v);
+      if (!apply_layout (P, v, v->layout, &where, is_body))
+        return false;
     }
   while (accept (P, ','));
   return true;
@@ -811,6 +849,9 @@ typedef struct {
   PlDType  dtype;
   PlShape  shape;
   Loc      where;
+  bool     has_layout;
+  PlLayout layout;
+  Loc      layout_at;
 } OutSpec;
 
 static void
@@ -861,11 +902,17 @@ parse_outs (Parser *P, PlGraph *g, GArray *outs)
       for (guint i = 0; i + 1 < outs->len; i++)
         if (!strcmp (g_array_index (outs, OutSpec, i).name, o.name))
           return error_tok (P, &o.where, "duplicate value name '%s'", o.name);
+      OutSpec *last = &g_array_index (outs, OutSpec, outs->len - 1);
       if (accept (P, ':'))
         {
-          OutSpec *last = &g_array_index (outs, OutSpec, outs->len - 1);
           last->typed = true;
           if (!parse_type (P, &last->dtype, &last->shape))
+            return false;
+        }
+      if (at (P, '@'))
+        {
+          last->has_layout = true;
+          if (!parse_layout (P, &last->layout, &last->layout_at))
             return false;
         }
     }
@@ -895,7 +942,7 @@ parse_args (Parser *P, PlGraph *g, GPtrArray *args)
 /* Checks each annotated output against inference; an annotation that is
  * more specific (where inference knows nothing) becomes the output's type. */
 static bool
-check_annotations (Parser *P, PlNode *node, GArray *outs)
+check_annotations (Parser *P, PlNode *node, GArray *outs, bool is_body)
 {
   for (guint i = 0; i < outs->len; i++)
     {
@@ -913,11 +960,35 @@ check_annotations (Parser *P, PlNode *node, GArray *outs)
       v->dtype = o->dtype;
       v->shape = o->shape;
     }
+  /* Layouts once every type is final: the rank decides. */
+  for (guint i = 0; i < outs->len; i++)
+    {
+      OutSpec *o = &g_array_index (outs, OutSpec, i);
+      if (o->has_layout && node->outputs[i]
+          && !apply_layout (P, node->outputs[i], o->layout, &o->layout_at, is_body))
+        return false;
+    }
   return true;
 }
 
+/* A body's inputs stand for its node's inputs and take their layouts, and
+ * so on into nested bodies (the text never writes an input's layout). */
+static void
+mirror_input_layouts (PlNode *node)
+{
+  for (int i = 0; i < node->n_inputs && i < (int) node->body->inputs->len; i++)
+    if (node->inputs[i])
+      ((PlValue *) node->body->inputs->pdata[i])->layout = node->inputs[i]->layout;
+  for (guint k = 0; k < node->body->nodes->len; k++)
+    {
+      PlNode *inner = node->body->nodes->pdata[k];
+      if (inner->body)
+        mirror_input_layouts (inner);
+    }
+}
+
 static bool
-parse_node (Parser *P, PlGraph *g)
+parse_node (Parser *P, PlGraph *g, bool is_body)
 {
   g_autoptr (GError) err = NULL;
   g_autofree char *node_name = NULL, *op = NULL, *domain = NULL;
@@ -968,7 +1039,7 @@ parse_node (Parser *P, PlGraph *g)
   if (at_word (P, 0, "body") && at_word (P, 1, "graph"))
     {
       advance (P);
-      PlGraph *body = parse_graph (P);
+      PlGraph *body = parse_graph (P, true);
       if (!body)
         return false;
       pl_node_set_body (node, body);
@@ -976,11 +1047,12 @@ parse_node (Parser *P, PlGraph *g)
         return error_at (P, start.pos, start.line, PL_ERROR_PARSE,
                          "the body has %u inputs and %u outputs, the node %d and %d",
                          body->inputs->len, body->outputs->len, node->n_inputs, node->n_outputs);
+      mirror_input_layouts (node);
     }
   if (!pl_node_infer (node, &err))
     return error_at (P, start.pos, start.line,
                      err->domain == PL_ERROR ? err->code : PL_ERROR_PARSE, "%s", err->message);
-  return check_annotations (P, node, outs);
+  return check_annotations (P, node, outs, is_body);
 }
 
 static bool
@@ -992,7 +1064,7 @@ is_decl (Parser *P, const char *word)
 
 /* graph := 'graph' [name] ['opset' INT] '{' { stmt } '}' */
 static PlGraph *
-parse_graph (Parser *P)
+parse_graph (Parser *P, bool is_body)
 {
   if (!at_word (P, 0, "graph"))
     return error_expected (P, "'graph'"), NULL;
@@ -1026,9 +1098,9 @@ parse_graph (Parser *P)
       else if (is_decl (P, "input") || is_decl (P, "const"))
         ok = parse_decl (P, g, at_word (P, 0, "const"));
       else if (is_decl (P, "output"))
-        ok = parse_output (P, g);
+        ok = parse_output (P, g, is_body);
       else
-        ok = parse_node (P, g);
+        ok = parse_node (P, g, is_body);
     }
   P->depth--;
   return ok ? g_steal_pointer (&g) : NULL;
@@ -1043,7 +1115,7 @@ pl_text_parse (const char *text, gssize length, const char *filename, GError **e
   Parser P = { .filename = filename ? filename : "<string>" };
   pl_text_lex_init (&P.lx, text, length < 0 ? strlen (text) : (size_t) length);
 
-  PlGraph *g = parse_graph (&P);
+  PlGraph *g = parse_graph (&P, false);
   if (g && !at (&P, T_EOF))
     {
       error_expected (&P, "end of input");

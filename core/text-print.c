@@ -156,6 +156,15 @@ append_type (GString *out, PlDType dtype, const PlShape *shape)
   g_string_append_c (out, ']');
 }
 
+/* ` @NHWC` after a type; nothing for the default layout, so graphs without
+ * layouts print as they always did. */
+static void
+append_layout (GString *out, PlLayout layout)
+{
+  if (layout != PL_LAYOUT_NCHW)
+    g_string_append_printf (out, " @%s", pl_layout_name (layout));
+}
+
 /* Raw bytes: little-endian, as text-parse.c asserts the host is. */
 static void
 append_base64 (GString *out, const PlTensor *t)
@@ -299,6 +308,8 @@ append_node (GString *out, const PlNode *node, int indent)
           g_string_append (out, ": ");
           append_type (out, v->dtype, &v->shape);
         }
+      if (v)
+        append_layout (out, v->layout);
     }
   g_string_append (out, node->n_outputs > 0 ? " = " : "= ");
   if (node->domain && node->domain[0])

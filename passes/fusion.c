@@ -231,7 +231,10 @@ copy_member (Group *gr, PlNode *m, GHashTable *vmap, GHashTable *nmap, GError **
     }
   for (int o = 0; o < m->n_outputs; o++)
     if (m->outputs[o])
-      g_hash_table_insert (vmap, m->outputs[o], c->outputs[o]);
+      {
+        c->outputs[o]->layout = m->outputs[o]->layout;  /* a value keeps its layout in the body */
+        g_hash_table_insert (vmap, m->outputs[o], c->outputs[o]);
+      }
   g_hash_table_insert (nmap, m, c);
   return true;
 }
@@ -286,6 +289,7 @@ group_prepare (Group *gr, PlGraph *g, PlNode *const *nodes, int n, GHashTable *g
       PlValue *in = pl_graph_add_input (gr->body, v->name, v->dtype, &v->shape, error);
       if (!in)
         return false;
+      in->layout = v->layout;  /* so a kernel planned from the body sees the real layouts */
       g_hash_table_insert (vmap, v, in);
     }
   for (guint i = 0; i < gr->nodes->len; i++)
@@ -380,6 +384,7 @@ group_commit (Group *gr, PlGraph *g, int *name_counter, GHashTable *replaced, GE
     {
       PlValue *inner = gr->fusion->body->outputs->pdata[j];
       pl_set_output (gr->fusion, j, inner->dtype, &inner->shape);
+      gr->fusion->outputs[j]->layout = inner->layout;
     }
   for (int j = 0; j < n_out; j++)
     {
@@ -642,7 +647,10 @@ pl_fusion_inline (PlGraph *g, PlNode *f, GError **error)
         return false;
       for (int o = 0; o < b->n_outputs; o++)
         if (b->outputs[o])
-          g_hash_table_insert (vmap, b->outputs[o], x->outputs[o]);
+          {
+            x->outputs[o]->layout = b->outputs[o]->layout;
+            g_hash_table_insert (vmap, b->outputs[o], x->outputs[o]);
+          }
     }
   if (!order)
     return false;

@@ -22,9 +22,11 @@
  *   g:add_node{op=, inputs={v, false, ...}, attrs={...}, name=, domain=, outputs=N} -> n
  *   g:add_const(name, dtype, shape, data) -> v      g:replace_uses(old, new)
  *   g:remove_node(n)   g:set_output(i, v)   g:dce() -> nodes removed
+ *   g:set_layout(v, "NHWC") (layout.h: rank 4, not an input, output or constant;
+ *     a LayoutTransform's output keeps its `to`: add_node{op="LayoutTransform", attrs={to="NHWC"}})
  *   n.id, n.name, n.op, n.domain, n.attrs, n.inputs, n.outputs, n.graph, n:set_attr(name, value)
  *   v.id, v.name, v.dtype, v.shape, v.producer, v.users, v.is_input, v.is_constant,
- *   v.is_output, v.data (a constant's data), v.graph
+ *   v.is_output, v.data (a constant's data), v.graph, v.layout ("NCHW", "NHWC", "CHWN")
  * Rewrites go through graph.h and keep shapes inferred; names given are made
  * unique. Every rewrite error is a Lua error with a message.
  */
@@ -770,6 +772,25 @@ graph_replace_uses (lua_State *L)
 }
 
 static int
+graph_set_layout (lua_State *L)
+{
+  PlGraph *g = check_writable (L, 1);
+  PlValue *v = check_value_of (L, 2, g, "set_layout");
+  const char *name = luaL_checkstring (L, 3);
+  PlLayout layout;
+  if (!pl_layout_parse (name, &layout))
+    luaL_argerror (L, 3, lua_pushfstring (L, "unknown layout '%s' (NCHW, NHWC or CHWN)", name));
+  GError *error = NULL;
+  if (!pl_layout_check_value (layout, v, false, &error))
+    {
+      g_prefix_error (&error, "set_layout: ");
+      pl_lua_raise_gerror (L, error);
+    }
+  v->layout = layout;
+  return 0;
+}
+
+static int
 graph_remove_node (lua_State *L)
 {
   PlGraph *g = check_writable (L, 1);
@@ -1047,6 +1068,8 @@ value_index (lua_State *L)
     lua_pushboolean (L, v->constant != NULL);
   else if (strcmp (key, "is_output") == 0)
     lua_pushboolean (L, pl_value_is_output (v));
+  else if (strcmp (key, "layout") == 0)
+    lua_pushstring (L, pl_layout_name (v->layout));
   else if (strcmp (key, "graph") == 0)
     push_owner_graph (L, 1);
   else if (strcmp (key, "data") == 0)
@@ -1113,6 +1136,7 @@ pl_lua_graph_open (lua_State *L)
     { "add_node", graph_add_node },   { "add_const", graph_add_const },
     { "replace_uses", graph_replace_uses }, { "remove_node", graph_remove_node },
     { "set_output", graph_set_output }, { "dce", graph_dce },
+    { "set_layout", graph_set_layout },
     { NULL, NULL },
   };
   static const luaL_Reg graph_meta[] = {

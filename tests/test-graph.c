@@ -2,6 +2,11 @@
  * the verifier's invariants. */
 #include "test-util.h"
 
+#include "cost.h"
+#include "dot-export.h"
+#include "fusion.h"
+#include "graph-diff.h"
+
 #include <string.h>
 
 /* x -> Relu -> r -> Add(r, c) -> y, with c a constant. */
@@ -226,6 +231,184 @@ test_run_small_graph (void)
   g_assert_nonnull (strstr (error->message, "'x'"));
 }
 
+/* --- layouts (layout.h) ------------------------------------------------------ */
+
+/* x[1,3,4,4] -> [LayoutTransform NHWC] -> Conv 1x1 (its output c in NHWC)
+ * -> [LayoutTransform NCHW] -> Flatten s[1,32] -> Relu y; without layouts
+ * the same computation with neither transform. */
+static PlGraph *
+layout_graph (bool with_layouts)
+{
+  g_autoptr (GError) error = NULL;
+  PlGraph *g = pl_graph_new ("layouts");
+  PlShape xs = pl_shape_from_dims (4, PL_DIMS (1, 3, 4, 4));
+  PlValue *v = pl_graph_add_input (g, "x", PL_DTYPE_F32, &xs, &error);
+  g_autoptr (PlTensor) wt = pl_test_random (PL_DTYPE_F32, 4, PL_DIMS (2, 3, 1, 1), 7, -1, 1);
+  PlValue *w = pl_graph_add_constant (g, "w", wt, &error);
+  if (with_layouts)
+    {
+      PlNode *t = pl_graph_add_node (g, "LayoutTransform", NULL, NULL, 1, &v, 1, (const char *[]) { "t" }, &error);
+      pl_node_set_attr_string (t, "to", "NHWC");
+      v = t->outputs[0];
+    }
+  PlNode *conv = pl_graph_add_node (g, "Conv", NULL, "conv", 2, (PlValue *[]) { v, w }, 1,
+                                    (const char *[]) { "c" }, &error);
+  v = conv->outputs[0];
+  if (with_layouts)
+    {
+      PlNode *b = pl_graph_add_node (g, "LayoutTransform", NULL, NULL, 1, &v, 1, (const char *[]) { "b" }, &error);
+      pl_node_set_attr_string (b, "to", "NCHW");
+      v = b->outputs[0];
+    }
+  PlNode *flat = pl_graph_add_node (g, "Flatten", NULL, NULL, 1, &v, 1, (const char *[]) { "s" }, &error);
+  PlNode *relu = pl_graph_add_node (g, "Relu", NULL, NULL, 1, flat->outputs, 1, (const char *[]) { "y" }, &error);
+  g_assert_no_error (error);
+  pl_graph_add_output (g, relu->outputs[0]);
+  g_assert_true (pl_graph_infer_shapes (g, &error));
+  g_assert_no_error (error);
+  if (with_layouts)
+    conv->outputs[0]->layout = PL_LAYOUT_NHWC;
+  return g;
+}
+
+/* Breaks one layout rule: verification fails naming the value and the rule,
+ * and leaves the layouts as they were. */
+static void
+expect_layout_error (PlGraph *g, const char *name, PlLayout layout, const char *rule)
+{
+  g_autoptr (GError) error = NULL;
+  PlValue *v = pl_graph_find_value (g, name);
+  PlLayout saved = v->layout;
+  v->layout = layout;
+  g_assert_false (pl_graph_verify (g, &error));
+  g_assert_error (error, PL_ERROR, PL_ERROR_INVALID);
+  g_autofree char *quoted = g_strdup_printf ("'%s'", name);
+  g_assert_nonnull (strstr (error->message, quoted));
+  g_assert_nonnull (strstr (error->message, rule));
+  g_assert_cmpint (v->layout, ==, layout);
+  v->layout = saved;
+  g_assert_true (pl_graph_verify (g, NULL));
+}
+
+static void
+test_layouts_verify (void)
+{
+  g_autoptr (PlGraph) g = layout_graph (true);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (pl_graph_verify (g, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (pl_graph_find_value (g, "t")->layout, ==, PL_LAYOUT_NHWC);  /* set by inference */
+  g_assert_cmpint (pl_graph_find_value (g, "b")->layout, ==, PL_LAYOUT_NCHW);
+  g_assert_cmpint (pl_graph_find_value (g, "s")->layout, ==, PL_LAYOUT_NCHW);
+
+  expect_layout_error (g, "s", PL_LAYOUT_NHWC, "rank 2");
+  expect_layout_error (g, "x", PL_LAYOUT_NHWC, "graph input");
+  expect_layout_error (g, "y", PL_LAYOUT_CHWN, "graph output");
+  expect_layout_error (g, "w", PL_LAYOUT_NHWC, "constant");
+  expect_layout_error (g, "t", PL_LAYOUT_NCHW, "LayoutTransform to NHWC");
+  expect_layout_error (g, "b", PL_LAYOUT_CHWN, "LayoutTransform to NCHW");
+  g_assert_cmpstr (pl_layout_name (pl_graph_find_value (g, "c")->layout), ==, "NHWC");
+
+  /* A copy keeps every layout. */
+  g_autoptr (PlGraph) c = pl_graph_copy (g);
+  g_assert_cmpint (pl_graph_find_value (c, "c")->layout, ==, PL_LAYOUT_NHWC);
+  g_assert_cmpint (pl_graph_find_value (c, "t")->layout, ==, PL_LAYOUT_NHWC);
+}
+
+/* The interpreter ignores layouts: LayoutTransforms are identities. */
+static void
+test_layouts_interp (void)
+{
+  g_autoptr (PlGraph) with = layout_graph (true);
+  g_autoptr (PlGraph) without = layout_graph (false);
+  g_autoptr (PlTensor) x = pl_test_random (PL_DTYPE_F32, 4, PL_DIMS (1, 3, 4, 4), 3, -2, 2);
+  g_autoptr (GError) error = NULL;
+  PlTensor **a = pl_interp_run (with, &x, NULL, &error);
+  g_assert_no_error (error);
+  PlTensor **b = pl_interp_run (without, &x, NULL, &error);
+  g_assert_no_error (error);
+  pl_test_assert_close (a[0], b[0], 0, 0);
+  pl_interp_free_outputs (a, 1);
+  pl_interp_free_outputs (b, 1);
+}
+
+/* Cost, diff and DOT see layouts. */
+static void
+test_layouts_surfaces (void)
+{
+  g_autoptr (PlGraph) g = layout_graph (true);
+  PlNode *t = pl_graph_find_value (g, "t")->producer, *conv = pl_graph_find_node (g, "conv");
+
+  /* A LayoutTransform moves its tensor twice (read + write), computes nothing. */
+  bool assumed = false;
+  g_assert_cmpint (pl_node_flops (t, 1, &assumed), ==, 0);
+  g_autoptr (PlGraph) only = pl_graph_new ("only");
+  PlShape xs = pl_shape_from_dims (4, PL_DIMS (1, 3, 4, 4));
+  PlValue *x = pl_graph_add_input (only, "x", PL_DTYPE_F32, &xs, NULL);
+  PlNode *to = pl_graph_add_node (only, "LayoutTransform", NULL, NULL, 1, &x, 1, NULL, NULL);
+  pl_node_set_attr_string (to, "to", "CHWN");
+  PlNode *back = pl_graph_add_node (only, "LayoutTransform", NULL, NULL, 1, to->outputs, 1, NULL, NULL);
+  pl_node_set_attr_string (back, "to", "NCHW");
+  pl_graph_add_output (only, back->outputs[0]);
+  g_assert_true (pl_graph_infer_shapes (only, NULL));
+  g_assert_true (pl_graph_verify (only, NULL));
+  PlGraphStats st;
+  pl_graph_stats (only, 1, &st);
+  g_assert_cmpint (st.flops, ==, 0);
+  g_assert_cmpint (st.kernels, ==, 2);
+  g_assert_cmpint (st.bytes_moved, ==, 2 * 2 * 48 * 4);
+
+  /* A value whose layout changed marks its producer changed. */
+  g_autoptr (PlGraph) after = pl_graph_copy (g);
+  pl_graph_find_value (after, "c")->layout = PL_LAYOUT_CHWN;
+  g_autoptr (PlGraphDiff) d = pl_graph_diff (g, after);
+  bool conv_changed = false;
+  for (guint i = 0; i < d->changed->len; i++)
+    conv_changed |= g_array_index (d->changed, guint32, i) == conv->id;
+  g_assert_true (conv_changed);
+  g_assert_cmpuint (d->added->len + d->removed->len, ==, 0);
+  g_autoptr (PlGraphDiff) same = pl_graph_diff (g, g);
+  g_assert_true (pl_graph_diff_empty (same));
+
+  /* DOT: the transform says where to, an edge carrying NHWC says so. */
+  g_autofree char *dot = pl_dot_export (g);
+  g_assert_nonnull (strstr (dot, "LayoutTransform\\nto NHWC\""));
+  g_assert_nonnull (strstr (dot, "[label=\"f32[1, 2, 4, 4] @NHWC\"]"));
+  g_assert_nonnull (strstr (dot, "[label=\"f32[1, 3, 4, 4]\"]"));   /* x -> t: default, no mark */
+}
+
+/* Fusing keeps the layouts inside the body; inlining puts them back. */
+static void
+test_layouts_fusion (void)
+{
+  g_autoptr (PlGraph) g = layout_graph (true);
+  g_autoptr (GError) error = NULL;
+  PlNode *conv = pl_graph_find_node (g, "conv");
+  PlNode *f = pl_fusion_create (g, &conv, 1, PL_FUSION_KIND_LIBRARY, &error);
+  g_assert_no_error (error);
+  g_assert_true (pl_graph_verify (g, &error));
+  g_assert_no_error (error);
+  PlValue *bin = pl_graph_find_value (f->body, "t"), *bout = f->body->outputs->pdata[0];
+  g_assert_cmpint (bin->layout, ==, PL_LAYOUT_NHWC);
+  g_assert_cmpint (bout->layout, ==, PL_LAYOUT_NHWC);
+  g_assert_cmpint (f->outputs[0]->layout, ==, PL_LAYOUT_NHWC);
+  g_assert_cmpint (pl_graph_find_node (f->body, "conv")->inputs[0]->layout, ==, PL_LAYOUT_NHWC);
+
+  /* A body that disagrees with its node is caught. */
+  bin->layout = PL_LAYOUT_NCHW;
+  g_assert_false (pl_graph_verify (g, &error));
+  g_assert_nonnull (strstr (error->message, "layout"));
+  g_clear_error (&error);
+  bin->layout = PL_LAYOUT_NHWC;
+
+  g_assert_true (pl_fusion_inline (g, f, &error));
+  g_assert_no_error (error);
+  pl_graph_remove_node (g, f);
+  g_assert_true (pl_graph_verify (g, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (pl_graph_find_node (g, "conv")->outputs[0]->layout, ==, PL_LAYOUT_NHWC);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -238,5 +421,9 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/Graph/cycles-and-control-edges", test_cycles_and_control_edges);
   g_test_add_func ("/Passlab/Graph/attributes", test_attributes);
   g_test_add_func ("/Passlab/Graph/run-small-graph", test_run_small_graph);
+  g_test_add_func ("/Passlab/Graph/layouts-verify", test_layouts_verify);
+  g_test_add_func ("/Passlab/Graph/layouts-interp", test_layouts_interp);
+  g_test_add_func ("/Passlab/Graph/layouts-surfaces", test_layouts_surfaces);
+  g_test_add_func ("/Passlab/Graph/layouts-fusion", test_layouts_fusion);
   return g_test_run ();
 }

@@ -765,6 +765,77 @@ test_conformance_suite (void)
     }
 }
 
+/* Finds needle in data[0..len), or NULL. */
+static guint8 *
+find_bytes (guint8 *data, gsize len, const char *needle)
+{
+  gsize n = strlen (needle);
+  for (gsize i = 0; i + n <= len; i++)
+    if (memcmp (data + i, needle, n) == 0)
+      return data + i;
+  return NULL;
+}
+
+/* LayoutTransform goes out in the domain "ai.passlab", value layouts as
+ * value_info doc strings, Conv's passlab attributes as they are; all of it
+ * comes back. */
+static void
+test_layouts (void)
+{
+  static const char text[] =
+    "graph layouts opset 17 {\n"
+    "  input x: f32[1, 3, 4, 4]\n"
+    "  const w: f32[2, 3, 1, 1] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]\n"
+    "  t: f32[1, 3, 4, 4] @NHWC = LayoutTransform(x) {to=\"NHWC\"}\n"
+    "  c: f32[1, 2, 4, 4] @CHWN = Conv(t, w) {impl=\"direct\", tile=[4, 4, 2]}\n"
+    "  r: f32[1, 2, 4, 4] @CHWN = Relu(c)\n"
+    "  b: f32[1, 2, 4, 4] = LayoutTransform(r) {to=\"NCHW\"}\n"
+    "  output b\n"
+    "}\n";
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlGraph) g = pl_text_parse (text, -1, "layouts.graph", &error);
+  g_assert_no_error (error);
+  g_autofree char *dir = g_dir_make_tmp ("passlab-onnx-XXXXXX", NULL);
+  g_autoptr (PlGraph) back = round_trip (g, dir, "layouts.onnx");
+  PlNode *t = pl_graph_find_node (back, "t");
+  g_assert_cmpint (t->op, ==, PL_OP_LayoutTransform);
+  g_assert_cmpstr (t->domain, ==, "");
+  g_assert_cmpint (pl_graph_find_value (back, "r")->layout, ==, PL_LAYOUT_CHWN);
+  g_assert_true (pl_graph_verify (back, &error));
+  g_assert_no_error (error);
+
+  /* What the file holds. */
+  g_autofree char *path = g_build_filename (dir, "layouts.onnx", NULL);
+  g_assert_true (pl_onnx_save (g, path, &error));
+  g_autofree guint8 *data = NULL;
+  gsize len = 0;
+  g_assert_true (g_file_get_contents (path, (char **) &data, &len, NULL));
+  g_assert_nonnull (find_bytes (data, len, "ai.passlab"));
+  g_assert_nonnull (find_bytes (data, len, "passlab.layout=NHWC"));
+  guint8 *chwn = find_bytes (data, len, "passlab.layout=CHWN");
+  g_assert_nonnull (chwn);
+  g_assert_nonnull (find_bytes (data, len, "impl"));
+
+  /* The interpreter gives the same answer before and after. */
+  g_autoptr (PlTensor) x = pl_test_random (PL_DTYPE_F32, 4, PL_DIMS (1, 3, 4, 4), 5, -1, 1);
+  PlTensor **a = pl_interp_run (g, &x, NULL, &error);
+  g_assert_no_error (error);
+  PlTensor **b = pl_interp_run (back, &x, NULL, &error);
+  g_assert_no_error (error);
+  pl_test_assert_close (b[0], a[0], 0, 0);
+  pl_interp_free_outputs (a, 1);
+  pl_interp_free_outputs (b, 1);
+
+  /* An unknown layout name in a file is a format error naming the value. */
+  memcpy (chwn + strlen ("passlab.layout="), "HWCN", 4);
+  g_assert_null (pl_onnx_load_from_data (data, len, "bad", &error));
+  g_assert_error (error, PL_ERROR, PL_ERROR_FORMAT);
+  g_assert_nonnull (strstr (error->message, "unknown layout 'HWCN'"));
+  g_clear_error (&error);
+  g_remove (path);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -783,6 +854,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/Onnx/deep-nesting", test_deep_nesting);
   g_test_add_func ("/Passlab/Onnx/round-trip", test_round_trip);
   g_test_add_func ("/Passlab/Onnx/export-fusion", test_export_fusion);
+  g_test_add_func ("/Passlab/Onnx/layouts", test_layouts);
   g_test_add_func ("/Passlab/Onnx/tensor-files", test_tensor_files);
   g_test_add_func ("/Passlab/Onnx/graph-load", test_graph_load);
   g_test_add_func ("/Passlab/Onnx/conformance", test_conformance);

@@ -511,6 +511,16 @@ static const ErrorCase error_cases[] = {
   { "graph g {\n  y = F() {s=\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
     "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\" x}\n}\n",
     "2:217", "expected ',' or '}', got 'x'" },
+  /* layouts */
+  { "graph g {\n  input x: f32[1, 2, 3, 4]\n  y: f32[1, 2, 3, 4] @NWHC = Relu(x)\n}\n", "3:23",
+    "unknown layout 'NWHC' (expected NCHW, NHWC or CHWN)" },
+  { "graph g {\n  input x: f32[2]\n  y: f32[2] @ = Relu(x)\n}\n", "3:15",
+    "expected a layout (NCHW, NHWC or CHWN), got '='" },
+  { "graph g {\n  input x: f32[2, 2]\n  y @NHWC = Relu(x)\n}\n", "3:6", "value 'y' has layout NHWC but rank 2" },
+  { "graph g {\n  input x: f32[1, 2, 3, 4]\n  y @CHWN = LayoutTransform(x) {to=\"NHWC\"}\n}\n", "3:6",
+    "value 'y' has layout CHWN but its producer 'y' is a LayoutTransform to NHWC" },
+  { "graph g {\n  input x: f32[1, 2, 3, 4]\n  y @NHWC = Relu(x)\n  output y\n}\n", "4:10",
+    "value 'y' has layout NHWC but is a graph output" },
 };
 
 static void
@@ -983,6 +993,79 @@ test_sample (gconstpointer data)
   pl_interp_free_outputs (inputs, n_in);
 }
 
+/* Layouts print after the type (`@NHWC`), only when not the default, and
+ * read back exactly; a fusion body's inputs take the node's inputs' layouts. */
+static void
+test_layouts (void)
+{
+  static const char text[] =
+    "graph layouts opset 17 {\n"
+    "  input x: f32[1, 3, 4, 4]\n"
+    "  const w: f32[2, 3, 1, 1] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]\n"
+    "  t: f32[1, 3, 4, 4] @NHWC = LayoutTransform(x) {to=\"NHWC\"}\n"
+    "  c: f32[1, 2, 4, 4] @CHWN = Conv(t, w) {impl=\"direct\", tile=[4, 4, 2]}\n"
+    "  @fuse f: f32[1, 2, 4, 4] @CHWN, f2: f32[1, 2, 4, 4] @NHWC = Fusion(c) {kind=\"loop\"} body graph fuse {\n"
+    "    input c: f32[1, 2, 4, 4]\n"
+    "    f: f32[1, 2, 4, 4] @CHWN = Relu(c)\n"
+    "    f2: f32[1, 2, 4, 4] @NHWC = LayoutTransform(f) {to=\"NHWC\"}\n"
+    "    output f, f2\n"
+    "  }\n"
+    "  b: f32[1, 2, 4, 4] = LayoutTransform(f) {to=\"NCHW\"}\n"
+    "  b2: f32[1, 2, 4, 4] = Add(b, f2)\n"
+    "  output b2\n"
+    "}\n";
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlGraph) g = pl_text_parse (text, -1, "l.graph", &error);
+  g_assert_no_error (error);
+  g_autofree char *printed = pl_text_print (g);
+  g_assert_cmpstr (printed, ==, text);
+  g_assert_cmpint (pl_graph_find_value (g, "c")->layout, ==, PL_LAYOUT_CHWN);
+  g_assert_cmpint (pl_graph_find_value (g, "f2")->layout, ==, PL_LAYOUT_NHWC);
+  g_assert_cmpint (pl_graph_find_value (g, "b")->layout, ==, PL_LAYOUT_NCHW);
+  PlNode *fuse = pl_graph_find_node (g, "fuse");
+  g_assert_cmpint (((PlValue *) fuse->body->inputs->pdata[0])->layout, ==, PL_LAYOUT_CHWN);
+  g_assert_cmpint (pl_graph_find_value (fuse->body, "f")->layout, ==, PL_LAYOUT_CHWN);
+  /* An '@' after an input's type is the next node's name, as before. */
+  g_autoptr (PlGraph) named = pl_text_parse ("graph n { input x: f32[1, 2, 3, 4] @NHWC y = Relu(x) output y }", -1,
+                                             NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (pl_graph_find_node (named, "NHWC"));
+  g_assert_cmpint (pl_graph_find_value (named, "y")->layout, ==, PL_LAYOUT_NCHW);
+
+  /* The annotation is optional where a type is: written without one, a
+   * layout still applies; a LayoutTransform's comes from its `to`. */
+  static const char untyped[] =
+    "graph u {\n"
+    "  input x: f32[1, 3, 4, 4]\n"
+    "  t = LayoutTransform(x) {to=\"CHWN\"}\n"
+    "  r @CHWN = Relu(t)\n"
+    "  n @NCHW = LayoutTransform(r) {to=\"NCHW\"}\n"
+    "  output n\n"
+    "}\n";
+  g_autoptr (PlGraph) u = pl_text_parse (untyped, -1, "u.graph", &error);
+  g_assert_no_error (error);
+  g_autofree char *uprinted = pl_text_print (u);
+  g_assert_nonnull (strstr (uprinted, "  t: f32[1, 3, 4, 4] @CHWN = LayoutTransform(x) {to=\"CHWN\"}\n"));
+  g_assert_nonnull (strstr (uprinted, "  r: f32[1, 3, 4, 4] @CHWN = Relu(t)\n"));
+  g_assert_nonnull (strstr (uprinted, "  n: f32[1, 3, 4, 4] = LayoutTransform(r)"));
+
+  /* The whole message of an unknown layout, caret under the name. */
+  g_assert_null (pl_text_parse ("graph g {\n  input x: f32[1, 2, 3, 4]\n  y @nhwc = Relu(x)\n}\n", -1, "t.graph",
+                                &error));
+  g_assert_cmpstr (error->message, ==,
+                   "t.graph:3:6: unknown layout 'nhwc' (expected NCHW, NHWC or CHWN)\n"
+                   "    y @nhwc = Relu(x)\n"
+                   "       ^");
+  g_assert_cmpint (error->code, ==, PL_ERROR_PARSE);
+  g_clear_error (&error);
+  /* A body output that disagrees with the node's is caught by the verifier. */
+  g_autofree char *bad = g_strdup (text);
+  memcpy (strstr (bad, "    f: f32[1, 2, 4, 4] @CHWN") + strlen ("    f: f32[1, 2, 4, 4] @"), "NHWC", 4);
+  g_assert_null (pl_text_parse (bad, -1, "t.graph", &error));
+  g_assert_error (error, PL_ERROR, PL_ERROR_INVALID);
+  g_assert_nonnull (strstr (error->message, "output 0 'f' has layout CHWN but its body's 'f' has NHWC"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -993,6 +1076,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/TextFormat/round-trip-everything", test_round_trip_everything);
   g_test_add_func ("/Passlab/TextFormat/float-exact", test_float_exact);
   g_test_add_func ("/Passlab/TextFormat/errors", test_errors);
+  g_test_add_func ("/Passlab/TextFormat/layouts", test_layouts);
   g_test_add_func ("/Passlab/TextFormat/fuzz", test_fuzz);
   g_test_add_func ("/Passlab/TextFormat/load-save", test_load_save);
   g_test_add_func ("/Passlab/TextFormat/onnx-suite", test_onnx_suite);

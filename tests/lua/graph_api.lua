@@ -238,4 +238,36 @@ for n in d:nodes () do
   if n.name == "a" then d:remove_node (d:node ("s")) end
 end
 eq (list (seen), "a,b,c", "nodes () skips a node removed meanwhile")
+
+-- layouts: v.layout (read-only), g:set_layout, LayoutTransform through add_node
+local lg = passlab.parse ([[
+graph lay opset 17 {
+  input x: f32[1, 3, 4, 4]
+  const k: f32[3] = [1.0, 2.0, 3.0]
+  r = Relu(x)
+  f = Flatten(r)
+  y = Relu(f)
+  output y
+}
+]])
+local x4 = lg:value ("x")
+eq (x4.layout, "NCHW", "the default layout")
+local lt = lg:add_node { op = "LayoutTransform", inputs = { x4 }, attrs = { to = "NHWC" } }
+eq (lt.outputs[1].layout, "NHWC", "a LayoutTransform's output takes its 'to'")
+eq (lt.attrs.to, "NHWC", "the 'to' attribute")
+lg:set_layout (lg:value ("r"), "CHWN")
+eq (lg:value ("r").layout, "CHWN", "set_layout sets")
+eq (lg:verify (), true, "a graph with layouts verifies")
+raises ("has layout NHWC but rank 2", lg.set_layout, lg, lg:value ("f"), "NHWC")
+raises ("is a graph input", lg.set_layout, lg, x4, "NHWC")
+raises ("is a graph output", lg.set_layout, lg, lg:value ("y"), "CHWN")
+raises ("is a constant", lg.set_layout, lg, lg:value ("k"), "NHWC")
+raises ("is a LayoutTransform to NHWC", lg.set_layout, lg, lt.outputs[1], "NCHW")
+raises ("unknown layout 'nhwc'", lg.set_layout, lg, lg:value ("r"), "nhwc")
+raises ("attribute 'to' must be one of NCHW, NHWC, CHWN", lg.add_node, lg,
+        { op = "LayoutTransform", inputs = { x4 }, attrs = { to = "HWCN" } })
+eq (lg:value ("f").layout, "NCHW", "a refused set_layout changes nothing")
+raises ("attempt to index", function () lg:value ("r").layout = "NCHW" end)  -- read-only
+eq (lg:value ("r").layout, "CHWN", "set_layout survives")
+assert (lg:text ():find ("r: f32[1, 3, 4, 4] @CHWN = Relu(x)", 1, true), "the text shows the layout")
 print ("graph_api ok")
