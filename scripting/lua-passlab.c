@@ -12,7 +12,9 @@
  *           checked=, max_rel_error=, output_errors=, check_failed=, check_message=, graph= }
  *       history.error: why the pipeline stopped early (a pass failed or did not verify)
  *   passlab.register_pass{name=, description=, params={...}, run=function(g, params) return changed [, report [, counters]] end}
- *   passlab.exec(g [, {inputs={x={shape=, data=} or data}, random_seed=, sym_size=, backend="reference"}]) -> {out={shape=, dtype=, data=}}
+ *   passlab.exec(g [, {inputs={x={shape=, data=} or data}, random_seed=, sym_size=, backend="reference"|"cpu"|"cuda",
+ *                 runs=N}]) -> {out={shape=, dtype=, data=}}, {backend=, ms=, kernels=}
+ *     (cpu/cuda: the generated kernels, ms the median of `runs` timed runs after a warm-up)
  *   passlab.check(a, b [, {seed=, sym_size=}]) -> worst relative error per output
  *   passlab.diff(a, b) -> {added={ids}, removed={ids}, changed={ids}}
  *
@@ -29,6 +31,7 @@
 
 #include "interp.h"
 #include "onnx-io.h"
+#include "runtime.h"
 #include "text-format.h"
 
 #define HISTORIES_KEY "passlab.histories"  /* registry: history table -> its box (weak keys) */
@@ -832,15 +835,20 @@ l_exec (lua_State *L)
   PlGraph *g = pl_lua_check_graph (L, 1);
   lua_settop (L, 2);
   int seed = 1;
-  lua_Integer sym_size = 1;
+  lua_Integer sym_size = 1, repeat = 1;
+  PlBackend backend = PL_BACKEND_REFERENCE;
   bool has_inputs = false;
   if (!lua_isnil (L, 2))
     {
       luaL_checktype (L, 2, LUA_TTABLE);
       lua_getfield (L, 2, "backend");
-      const char *backend = luaL_optstring (L, -1, "reference");
-      if (strcmp (backend, "reference") != 0)
-        return luaL_error (L, "exec: backend '%s' is not available (\"reference\" is)", backend);
+      const char *name = luaL_optstring (L, -1, "reference");
+      if (!pl_backend_from_name (name, &backend))
+        return luaL_error (L, "exec: unknown backend '%s' (reference, cpu or cuda)", name);
+      lua_getfield (L, 2, "runs");
+      repeat = luaL_optinteger (L, -1, 1);
+      if (repeat < 1 || repeat > 100000)
+        return luaL_error (L, "exec: 'runs' takes 1 to 100000");
       lua_getfield (L, 2, "random_seed");
       seed = (int) luaL_optinteger (L, -1, 1);
       lua_getfield (L, 2, "sym_size");
@@ -883,7 +891,32 @@ l_exec (lua_State *L)
     }
 
   TensorArray *outputs = boxed_tensors (L, 0);
-  outputs->t = pl_interp_run (g, inputs->t, NULL, &error);
+  double ms = 0;
+  int kernels = 0;
+  if (backend == PL_BACKEND_REFERENCE)
+    {
+      gint64 t0 = g_get_monotonic_time ();
+      outputs->t = pl_interp_run (g, inputs->t, NULL, &error);
+      ms = (double) (g_get_monotonic_time () - t0) / 1000.0;
+    }
+  else
+    {
+      /* generated kernels: compiled once, run `repeat` times after a warm-up */
+      PlCompileOptions copt;
+      pl_compile_options_init (&copt, backend);
+      PlExecutable *e = pl_executable_new (g, &copt, &error);
+      PlRunReport *rep = NULL;
+      if (e)
+        outputs->t = pl_executable_run (e, inputs->t, (int) repeat, &rep, &error);
+      if (rep)
+        {
+          ms = rep->total_ms;
+          kernels = rep->n_kernels;
+          pl_run_report_free (rep);
+        }
+      if (e)
+        pl_executable_free (e);
+    }
   if (!outputs->t)
     pl_lua_raise_gerror (L, error);
   outputs->n = (int) g->outputs->len;
@@ -893,7 +926,15 @@ l_exec (lua_State *L)
       pl_lua_push_tensor (L, outputs->t[i]);
       lua_setfield (L, -2, ((PlValue *) g->outputs->pdata[i])->name);
     }
-  return 1;
+  /* what ran: {backend=, ms= (median over the repeats), kernels=} */
+  lua_createtable (L, 0, 3);
+  lua_pushstring (L, pl_backend_name (backend));
+  lua_setfield (L, -2, "backend");
+  lua_pushnumber (L, ms);
+  lua_setfield (L, -2, "ms");
+  lua_pushinteger (L, kernels);
+  lua_setfield (L, -2, "kernels");
+  return 2;
 }
 
 static int

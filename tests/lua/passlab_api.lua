@@ -115,7 +115,15 @@ end
 local mixed = passlab.exec (g, { inputs = { y = { 0, 0, 0 } }, random_seed = 3 })
 assert (mixed.s.data[1] ~= r1.s.data[1] or mixed.s.data[2] ~= r1.s.data[2], "y = 0 changes the result")
 raises ("has no input 'z'", passlab.exec, g, { inputs = { z = { 1 } } })
-raises ("backend 'cuda' is not available", passlab.exec, g, { backend = "cuda" })
+raises ("unknown backend 'tpu'", passlab.exec, g, { backend = "tpu" })
+raises ("'runs' takes 1 to 100000", passlab.exec, g, { backend = "cpu", runs = 0 })
+-- the generated kernels on the cpu compute what the reference does, and say what ran
+local rc, info = passlab.exec (g, { backend = "cpu", random_seed = 3, runs = 2 })
+eq (info.backend, "cpu", "info.backend")
+assert (info.kernels >= 1 and info.ms >= 0, "info.kernels and info.ms")
+for i = 1, 2 do near (rc.s.data[i], r1.s.data[i], "cpu agrees with the reference") end
+local _, rinfo = passlab.exec (g, { random_seed = 3 })
+eq (rinfo.backend, "reference", "the default backend")
 raises ("data has 2 elements but the shape holds 6", passlab.exec, g, { inputs = { x = { 1, 2 } } })
 
 -- check and diff
