@@ -23,6 +23,7 @@ int pl_cli_fuzz        (int argc, char **argv);   /* cli-fuzz.c */
 int pl_cli_lua         (int argc, char **argv);   /* cli-lua.c */
 int pl_cli_timing      (int argc, char **argv);   /* cli-timing.c */
 int pl_cli_bench       (int argc, char **argv);   /* cli-bench.c */
+int pl_cli_tune        (int argc, char **argv);   /* cli-tune.c */
 
 /* Prints "passlab-cli: <message>" on stderr; returns 1 for `return pl_cli_fail (...)`. */
 int  pl_cli_fail       (const char *format, ...) G_GNUC_PRINTF (1, 2);

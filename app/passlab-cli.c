@@ -45,6 +45,8 @@ static const CommandInfo commands[] = {
     "timing analysis: tensor arrival/required times and slack per edge" },
   { "bench",       pl_cli_bench,       "bench FILE [--backend B] [--variants none,loops,stitch]",
     "time a graph unfused, loop-fused and stitched" },
+  { "tune",        pl_cli_tune,        "tune FILE [--node N|--all] [--layout L] [--trials N]",
+    "tune the direct conv's tile: full vs pebble-pruned search" },
 };
 
 static void

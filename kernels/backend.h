@@ -25,12 +25,30 @@ const char  *pl_cpu_compiler_flags (void);
 
 /* (Batched) GEMM through BLAS: c = alpha * op(a) op(b). */
 void         pl_cpu_gemm           (const PlGemmDesc *g, const void *a, const void *b, void *c);
-/* Convolution: im2col (generated) + one GEMM per (image, group); col holds
- * one im2col matrix (col_rows x col_cols), unused for 1x1 stride-1 convs. */
+/* Convolution as im2col (generated; it reads X in x_layout) + BLAS GEMM,
+ * writing Y in y_layout:
+ *   NCHW  per (image, group):  Y[K/g][OH·OW] = W[K/g][C/g·kh·kw] x col
+ *   NHWC  per group, the batch: Y[N·OH·OW][K/g] = col[N·OH·OW][kh·kw·C/g] x Wp^T
+ *   CHWN  per group, the batch: Y[K/g][OH·OW·N] = W x col[C/g·kh·kw][OH·OW·N]
+ * (NHWC and CHWN: the batch's matrix in chunks, pl_cpu_conv_chunk)
+ * w: as pl_cpu_conv_pack leaves it when pl_cpu_conv_packs_weights (Wp, the
+ * NHWC order), else ONNX's [K, C/g, kh, kw]. col: pl_cpu_conv_col_elems
+ * elements (none for a 1x1 stride-1 conv whose X is already the matrix). */
 void         pl_cpu_conv           (const PlConvDesc *c, const void *x, const void *w, void *y, void *col,
                                     PlCpuIm2colFn im2col);
-/* Whether a convolution reads its input directly as the im2col matrix. */
+int64_t      pl_cpu_conv_col_elems (const PlConvDesc *c);
+/* NHWC / CHWN: GEMM rows (NHWC) or columns (CHWN, a multiple of the batch)
+ * per chunk of the batch's im2col matrix (chunks fit the cores' L2);
+ * im2col's `n` is the chunk's index. */
+int64_t      pl_cpu_conv_chunk     (const PlConvDesc *c);
+bool         pl_cpu_conv_packs_weights (const PlConvDesc *c);
+/* [K][C/g][kh][kw] -> [K][kh][kw][C/g] (the same number of elements). */
+void         pl_cpu_conv_pack      (const PlConvDesc *c, const void *w_oihw, void *packed);
+/* Whether a convolution reads its input directly as the im2col matrix (1x1,
+ * stride 1, no padding, X and Y in one layout). */
 bool         pl_conv_is_pointwise  (const PlConvDesc *c);
+/* The generated direct convolution (conv-direct.h): wp packed, tile x·y·z. */
+typedef void (*PlCpuConvDirectFn) (const void *x, const void *wp, void *y, int64_t tx, int64_t ty, int64_t tz);
 
 /* --- CUDA ---------------------------------------------------------------------------- */
 

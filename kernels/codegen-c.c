@@ -14,19 +14,116 @@
  *    the rows run one after the other and each pass's loop is the parallel
  *    one (reduction clauses combine the threads' partial results).
  *
- * exp, tanh and erf of f32 are inline polynomial versions (Cephes expf,
- * tanhf; Abramowitz-Stegun 7.1.26 erf, |error| < 1.5e-7) so those loops
- * vectorize; libm's are scalar calls. f64 keeps libm.
- * CONV plans also get `<name>_im2col`, one (image, group)'s im2col matrix.
+ * Math functions vectorize: exp and tanh of f32 are inline polynomials
+ * (below), the rest of libm goes through glibc's libmvec (declared with
+ * `omp declare simd`), so a loop calling exp or erf runs 16 lanes at a time.
+ * CONV plans also get `<name>_im2col`, the im2col matrix in the order the
+ * conv's layout multiplies it (see "im2col, per layout"), or with impl
+ * DIRECT `<name>_direct`, the tiled direct convolution (conv-direct.c).
  */
 #define G_LOG_DOMAIN "passlab"
-#include "codegen.h"
+#include "backend.h"
+#include "conv-direct.h"
+#include "kernel-plan-private.h"
 
 #include <stdarg.h>
 #include <string.h>
 
 /* Work below this many elements runs on one thread (a parallel region costs microseconds). */
 #define PARALLEL_MIN 32768
+
+/* The exp of f32 every kernel uses, inlined so loops calling it vectorize
+ * (glibc's expf is a scalar call). The reduction and polynomial of ARM's
+ * optimized-routines v_expf: x = n ln2 + r with |r| <= ln2/2, e^r = 1 + r +
+ * r^2 P(r) with P of degree 3. 2^n is applied as two halves 2^n1 * 2^n2,
+ * each a normal float for every n the clamped x gives, so subnormal results
+ * and the overflow come out right with no branch and no select: every lane
+ * takes the same path, and no lane whose result is normal forms a subnormal
+ * intermediate (those cost a microcode assist, ~100 cycles, per
+ * instruction). Max error 1.95 ulp (every float against double exp); exact
+ * 0 below -104, inf from 88.73, NaN and +-inf as libm.
+ * Tests: /Passlab/KernelsCpu/vector-math. */
+static const char exp_prelude[] =
+  "#ifdef __FMA__\n#define PL_FMAF(a, b, c) __builtin_fmaf (a, b, c)\n"
+  "#else\n#define PL_FMAF(a, b, c) ((a) * (b) + (c))\n#endif\n"
+  "PLK_FN float pl_expf (float x)\n{\n"
+  "  union { float f; uint32_t u; } z, s1, s2;\n"
+  "  const float xc = x < -104.0f ? 0.0f : x > 89.0f ? 89.0f : x;   /* NaN stays */\n"
+  "  z.f = PL_FMAF (xc, 0x1.715476p+0f, 0x1.8p23f);   /* n = round (x / ln2) in the low bits */\n"
+  "  const float n = z.f - 0x1.8p23f;\n"
+  "  float r = PL_FMAF (n, -0x1.62e4p-1f, xc);\n  r = PL_FMAF (n, -0x1.7f7d1cp-20f, r);\n"
+  "  const int32_t ni = (int32_t) z.u - 0x4b400000, n1 = ni >> 1, n2 = ni - n1;\n"
+  "  s1.u = (uint32_t) (n1 + 127) << 23;\n  s2.u = (uint32_t) (n2 + 127) << 23;\n"
+  "  const float r2 = r * r;\n"
+  "  const float p = PL_FMAF (0x1.0e4020p-7f, r, 0x1.573e2ep-5f);\n"
+  "  float q = PL_FMAF (0x1.555e66p-3f, r, 0x1.fffdb6p-2f);\n  q = PL_FMAF (p, r2, q);\n"
+  "  const float poly = PL_FMAF (q, r2, 0x1.ffffecp-1f * r);   /* e^r - 1 */\n"
+  "  const float res = PL_FMAF (poly, s1.f, s1.f) * s2.f;\n"
+  "  return x < -104.0f ? 0.0f : res;\n}\n";
+
+/* tanh of f32 from pl_expf (Cephes tanhf: an odd polynomial below 0.625,
+ * 1 - 2 / (e^2|x| + 1) above), max error 1.62 ulp. */
+static const char tanh_prelude[] =
+  "PLK_FN float pl_tanhf (float x)\n{\n"
+  "  const float ax = __builtin_fabsf (x);\n  const float big = 1.0f - 2.0f / (pl_expf (2.0f * ax) + 1.0f);\n"
+  "  const float z = x * x;\n"
+  "  const float small = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z - 5.37397155531E-2f) * z\n"
+  "                       + 1.33314422036E-1f) * z - 3.33332819422E-1f) * z * x + x;\n"
+  "  return ax > 0.625f ? (x < 0.0f ? -big : big) : small;\n}\n";
+
+/* pl_stream: n bytes to dst with non-temporal stores from the first 64-byte
+ * boundary (see STREAM_MIN_BYTES); PL_SFENCE orders them before later
+ * stores. memcpy where the target has no streaming stores. */
+static const char stream_prelude[] =
+  "#if defined (__AVX512F__) || defined (__AVX__) || defined (__SSE2__)\n#include <immintrin.h>\n"
+  "#define PL_SFENCE() _mm_sfence ()\n#else\n#define PL_SFENCE() ((void) 0)\n#endif\n"
+  "PLK_FN void pl_stream (void *restrict dst, const void *restrict src, size_t n)\n{\n"
+  "  char *d = (char *) dst;\n  const char *s = (const char *) src;\n"
+  "#if defined (__AVX512F__) || defined (__AVX__) || defined (__SSE2__)\n"
+  "  size_t head = (64 - ((uintptr_t) d & 63)) & 63;\n  head = head < n ? head : n;\n"
+  "  memcpy (d, s, head);\n  d += head, s += head, n -= head;\n"
+  "  for (; n >= 64; n -= 64, d += 64, s += 64)\n"
+  "#if defined (__AVX512F__)\n"
+  "    _mm512_stream_si512 ((void *) d, _mm512_loadu_si512 ((const void *) s));\n"
+  "#elif defined (__AVX__)\n"
+  "    for (int k = 0; k < 64; k += 32)\n"
+  "      _mm256_stream_si256 ((__m256i *) (d + k), _mm256_loadu_si256 ((const __m256i *) (s + k)));\n"
+  "#else\n"
+  "    for (int k = 0; k < 64; k += 16)\n"
+  "      _mm_stream_si128 ((__m128i *) (d + k), _mm_loadu_si128 ((const __m128i *) (s + k)));\n"
+  "#endif\n#endif\n"
+  "  memcpy (d, s, n);\n}\n";
+
+/* Every other libm function a kernel may call (generated code calls libm by
+ * its C name, f-suffixed for f32) has a vector variant in glibc's libmvec,
+ * which -lm pulls in on x86-64 (libm.so is a linker script naming it). These
+ * declarations tell the compiler so, and loops calling them vectorize
+ * (16 lanes per call with AVX-512) instead of calling libm once per element.
+ * libmvec's documented max errors are 4 ulp or less (erff, logf: 4 and 3.91
+ * ulp measured); special values (NaN, inf, out of range) fall back to the
+ * scalar function. glibc >= 2.35 has the full set; elsewhere the loops stay
+ * scalar calls, as correct as before. */
+static const char *const vector_libm_unary[] = {
+  "expm1", "log", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+  "erf",
+};
+
+static void
+append_vector_libm (GString *s)
+{
+  g_string_append (s, "#if defined (__x86_64__) && defined (__GLIBC__) && defined (__GLIBC_MINOR__) \\\n"
+                      "    && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)\n");
+  for (size_t i = 0; i < G_N_ELEMENTS (vector_libm_unary); i++)
+    g_string_append_printf (s, "#pragma omp declare simd notinbranch\nfloat %sf (float);\n"
+                            "#pragma omp declare simd notinbranch\ndouble %s (double);\n",
+                            vector_libm_unary[i], vector_libm_unary[i]);
+  /* exp and tanh of f32 are ours (above) */
+  g_string_append (s, "#pragma omp declare simd notinbranch\ndouble exp (double);\n"
+                      "#pragma omp declare simd notinbranch\ndouble tanh (double);\n"
+                      "#pragma omp declare simd notinbranch\nfloat powf (float, float);\n"
+                      "#pragma omp declare simd notinbranch\ndouble pow (double, double);\n"
+                      "#endif\n");
+}
 
 char *
 pl_codegen_c_prelude (void)
@@ -38,31 +135,12 @@ pl_codegen_c_prelude (void)
     "#define PL_INFF __builtin_inff ()\n#define PL_NANF __builtin_nanf (\"\")\n"
     "#define PL_INF __builtin_inf ()\n#define PL_NAN __builtin_nan (\"\")\n\n"
     "void pl_set_threads (int n) { if (n > 0) omp_set_num_threads (n); }\n"
-    "int pl_max_threads (void) { return omp_get_max_threads (); }\n\n"
-    "/* vectorizable f32 exp (Cephes expf): range reduction by ln 2, degree-7 polynomial */\n"
-    "PLK_FN float pl_expf (float x)\n{\n"
-    "  float xc = x < -87.0f ? -87.0f : x;\n  xc = xc > 88.0f ? 88.0f : xc;\n"
-    "  int32_t ni = (int32_t) (xc * 1.44269504088896341f + 127.5f) - 127;\n"
-    "  float fn = (float) ni;\n  float r = xc - fn * 0.693359375f - fn * -2.12194440e-4f;\n"
-    "  float p = 1.9875691500E-4f;\n  p = p * r + 1.3981999507E-3f;\n  p = p * r + 8.3334519073E-3f;\n"
-    "  p = p * r + 4.1665795894E-2f;\n  p = p * r + 1.6666665459E-1f;\n  p = p * r + 5.0000001201E-1f;\n"
-    "  p = p * r * r + r + 1.0f;\n"
-    "  union { int32_t i; float f; } u;\n  u.i = (ni + 127) << 23;\n  float res = p * u.f;\n"
-    "  res = x < -87.0f ? 0.0f : res;\n  res = x > 88.0f ? PL_INFF : res;\n  return x != x ? x : res;\n}\n"
-    "/* Cephes tanhf: a polynomial near 0, 1 - 2 / (e^2|x| + 1) beyond */\n"
-    "PLK_FN float pl_tanhf (float x)\n{\n"
-    "  float ax = x < 0.0f ? -x : x;\n  float big = 1.0f - 2.0f / (pl_expf (2.0f * ax) + 1.0f);\n"
-    "  float z = x * x;\n"
-    "  float small = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z - 5.37397155531E-2f) * z\n"
-    "                 + 1.33314422036E-1f) * z - 3.33332819422E-1f) * z * x + x;\n"
-    "  return ax > 0.625f ? (x < 0.0f ? -big : big) : small;\n}\n"
-    "/* Abramowitz-Stegun 7.1.26 */\n"
-    "PLK_FN float pl_erff (float x)\n{\n"
-    "  float ax = x < 0.0f ? -x : x;\n  float t = 1.0f / (1.0f + 0.3275911f * ax);\n"
-    "  float y = 1.0f - (((((1.061405429f * t - 1.453152027f) * t) + 1.421413741f) * t - 0.284496736f) * t\n"
-    "                   + 0.254829592f) * t * pl_expf (-ax * ax);\n"
-    "  return x < 0.0f ? -y : y;\n}\n"
-    "#define expf pl_expf\n#define tanhf pl_tanhf\n#define erff pl_erff\n\n");
+    "int pl_max_threads (void) { return omp_get_max_threads (); }\n\n");
+  append_vector_libm (s);
+  g_string_append (s, exp_prelude);
+  g_string_append (s, tanh_prelude);
+  g_string_append (s, stream_prelude);
+  g_string_append (s, "#define expf pl_expf\n#define tanhf pl_tanhf\n\n");
   g_string_append (s, pl_codegen_common_prelude ());
   g_string_append_c (s, '\n');
   return g_string_free (s, FALSE);
@@ -75,6 +153,7 @@ typedef struct {
   const PlKernelPlan *p;
   const PlLoopPlan   *lp;
   int                 indent;
+  bool                stream;   /* rows: stage contiguous row stores, write them out non-temporally */
 } Emit;
 
 static void G_GNUC_PRINTF (2, 3)
@@ -309,11 +388,75 @@ pass_needs_ridx (const PlLoopPlan *lp, int pass)
   return false;
 }
 
+/* Non-temporal stores. A kernel whose output is larger than the last-level
+ * cache leaves none of it there for the next kernel, so storing it normally
+ * only costs a read of every line before it is written (read for
+ * ownership): a third of the memory traffic of softmax. Such a row store,
+ * when it writes the row contiguously (out[base(row) + ridx]), goes to a
+ * staging row in L1 and pl_stream writes the finished row with streaming
+ * stores. Only in row-parallel kernels (a thread owns its rows). */
+#define STREAM_MIN_BYTES ((int64_t) 64 << 20)
+
+/* Whether store st writes out[base(row) + ridx]. */
+static bool
+row_contiguous (const PlLoopPlan *lp, const PlStore *st)
+{
+  int64_t stride = 1;
+  for (int k = lp->rank - 1; k >= lp->n_kept; k--)
+    {
+      bool nested = false;
+      int64_t coef = pl_idx_coord_coef (st->index, k, &nested);
+      if (nested || (lp->dims[k] > 1 && coef != stride))
+        return false;
+      stride *= lp->dims[k];
+    }
+  return true;
+}
+
+static bool
+streamed (const Emit *e, const PlStore *st)
+{
+  const PlLoopPlan *lp = e->lp;
+  int64_t bytes = lp->total * (int64_t) pl_dtype_size (at (lp, st->value)->dtype);
+  return e->stream && st->level == PL_LEVEL_ELEM && bytes >= STREAM_MIN_BYTES && row_contiguous (lp, st);
+}
+
+static bool
+streams_in_pass (const Emit *e, int pass)
+{
+  for (guint s = 0; s < e->lp->stores->len; s++)
+    {
+      const PlStore *st = &g_array_index (e->lp->stores, PlStore, s);
+      if (st->pass == pass && streamed (e, st))
+        return true;
+    }
+  return false;
+}
+
+/* The finished row of each store staged in this pass, to memory. */
+static void
+emit_stream_out (Emit *e, int pass)
+{
+  const PlLoopPlan *lp = e->lp;
+  const char *names[PL_MAX_RANK];
+  for (int k = 0; k < lp->rank; k++)
+    names[k] = k < lp->n_kept ? pl_codegen_coord_names ()[k] : "0";
+  for (guint s = 0; s < lp->stores->len; s++)
+    {
+      const PlStore *st = &g_array_index (lp->stores, PlStore, s);
+      if (st->pass != pass || !streamed (e, st))
+        continue;
+      g_autofree char *base = pl_idx_to_c (st->index, names);
+      line (e, "pl_stream (out%d + %s, st%u, sizeof *st%u * %" G_GINT64_FORMAT ");", st->slot, base, s, s,
+            lp->row_len);
+    }
+}
+
 static void
 emit_pass_body (Emit *e, int pass)
 {
   const PlLoopPlan *lp = e->lp;
-  if (pass_needs_ridx (lp, pass))
+  if (pass_needs_ridx (lp, pass) || streams_in_pass (e, pass))
     {
       const PlIdx *c[PL_MAX_RANK];
       int n = 0;
@@ -343,7 +486,12 @@ emit_pass_body (Emit *e, int pass)
     {
       const PlStore *st = &g_array_index (lp->stores, PlStore, s);
       if (st->level == PL_LEVEL_ELEM && st->pass == pass)
-        emit_store (e, st);
+        {
+          if (streamed (e, st))
+            line (e, "st%u[ridx] = v%d;", s, st->value);
+          else
+            emit_store (e, st);
+        }
     }
 }
 
@@ -404,11 +552,23 @@ emit_row (Emit *e, bool par)
         line (e, "%s *sc%d = (%s *) (scratch + (size_t) %d * %" G_GINT64_FORMAT " * 8);", pl_plan_ctype (x->dtype),
               x->scratch, pl_plan_ctype (x->dtype), x->scratch, lp->row_len);
     }
+  int staged = lp->n_scratch;   /* staging rows follow the scratch rows */
+  for (guint s = 0; s < lp->stores->len; s++)
+    {
+      const PlStore *st = &g_array_index (lp->stores, PlStore, s);
+      const char *t = pl_plan_ctype (at (lp, st->value)->dtype);
+      if (streamed (e, st))
+        line (e, "%s *st%u = (%s *) (scratch + (size_t) %d * %" G_GINT64_FORMAT " * 8);", t, s, t, staged++,
+              lp->row_len);
+    }
   for (int pass = 0; pass <= lp->n_passes; pass++)
     {
       pl_codegen_level (e->o, e->indent, e->lp, PL_LEVEL_ROW, pass);
       if (pass < lp->n_passes)
-        emit_pass (e, pass, par);
+        {
+          emit_pass (e, pass, par);
+          emit_stream_out (e, pass);
+        }
     }
   for (guint s = 0; s < lp->stores->len; s++)
     {
@@ -443,12 +603,17 @@ emit_rows (Emit *e)
         line (e, "free (scratch);");
       return;
     }
+  e->stream = !e->p->in_place;
+  int n_staged = 0;
+  for (guint s = 0; s < lp->stores->len; s++)
+    n_staged += streamed (e, &g_array_index (lp->stores, PlStore, s));
   if (par)
     line (e, "#pragma omp parallel");
   line (e, "{");
   e->indent++;
-  if (alloc)
-    line (e, "char *scratch = %s ((size_t) %d * %" G_GINT64_FORMAT " * 8);", alloc, lp->n_scratch, lp->row_len);
+  if (alloc || n_staged)
+    line (e, "char *scratch = (char *) malloc ((size_t) %d * %" G_GINT64_FORMAT " * 8);", lp->n_scratch + n_staged,
+          lp->row_len);
   if (par)
     line (e, "#pragma omp for schedule(static)");
   line (e, "for (int64_t row = 0; row < %" G_GINT64_FORMAT "; row++)", lp->n_rows);
@@ -457,10 +622,13 @@ emit_rows (Emit *e)
   emit_row (e, false);
   e->indent--;
   line (e, "}");
-  if (alloc)
+  if (n_staged)
+    line (e, "PL_SFENCE ();   /* the streaming stores reach memory before the threads join */");
+  if (alloc || n_staged)
     line (e, "free (scratch);");
   e->indent--;
   line (e, "}");
+  e->stream = false;
 }
 
 static void
@@ -481,67 +649,262 @@ emit_loop_function (GString *o, const PlKernelPlan *p)
   line (&e, "}\n");
 }
 
-/* --- im2col ------------------------------------------------------------------------------- */
+/* --- im2col, per layout ---------------------------------------------------------------- */
+
+/* The matrix the conv's GEMM multiplies (cpu-backend.c, pl_cpu_conv), read
+ * from X in x_layout (strides, so any layout reads right) and laid out for
+ * y_layout:
+ *   NCHW  image n, group g: rows (c, k...), columns (o...);
+ *   NHWC  group g, chunk n of the rows (b, o...) of the batch: columns
+ *         (k..., c), runs of channels (contiguous when X is NHWC);
+ *   CHWN  group g, chunk n of the columns (o..., b) of the batch: rows
+ *         (c, k...), runs of images (contiguous when X is CHWN).
+ * Chunks (pl_cpu_conv_chunk) bound the matrix of a large batch. */
+
+typedef struct {
+  const PlConvDesc *c;
+  const char       *t;
+  int64_t           cg, kprod;
+  int64_t           xs[PL_MAX_RANK];   /* X's strides, logical dims */
+  char             *sp;                /* the spatial part of an offset into X */
+  int               last;              /* the last spatial dim */
+} Im2col;
+
+/* const int64_t <prefix>d = the d-th coordinate of flat index var over sizes[n]. */
+static void
+emit_split (Emit *e, const char *var, const char *prefix, int n, const int64_t *sizes)
+{
+  int64_t stride = 1;
+  for (int d = n - 1; d >= 0; d--)
+    {
+      line (e, "const int64_t %s%d = (%s / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ";", prefix, d, var, stride,
+            sizes[d]);
+      stride *= sizes[d];
+    }
+}
+
+/* "((0) * s0 + p0) * s1 + p1": the flat index of <prefix>0.. over sizes[n]. */
+static char *
+flat_index (const char *prefix, int n, const int64_t *sizes)
+{
+  GString *s = g_string_new ("0");
+  for (int d = 0; d < n; d++)
+    {
+      g_string_prepend_c (s, '(');
+      g_string_append_printf (s, ") * %" G_GINT64_FORMAT " + %s%d", sizes[d], prefix, d);
+    }
+  return g_string_free (s, FALSE);
+}
+
+/* i<d>, the input coordinate of output o<d> and kernel offset k<d>, and
+ * ok<d>: whether i<0..d> are all inside the input. */
+static void
+emit_window (Emit *e, const PlConvDesc *c, int d)
+{
+  line (e, "const int64_t i%d = o%d * %" G_GINT64_FORMAT " - %" G_GINT64_FORMAT " + k%d * %" G_GINT64_FORMAT ";", d,
+        d, c->strides[d], c->pads[d], d, c->dilations[d]);
+  if (d > 0)
+    line (e, "const int ok%d = ok%d && i%d >= 0 && i%d < %" G_GINT64_FORMAT ";", d, d - 1, d, d, c->in[d]);
+  else
+    line (e, "const int ok0 = i0 >= 0 && i0 < %" G_GINT64_FORMAT ";", c->in[0]);
+}
+
+/* dst[v] = src[v * stride] for v < n (src: base at the window's position),
+ * or zeros outside the input; vectorized. */
+static void
+emit_run (Emit *e, const Im2col *m, const char *base, const char *v, int64_t n, int64_t stride)
+{
+  line (e, "const %s *src = %s + (ok%d ? %s : 0);", m->t, base, m->last, m->sp);
+  line (e, "#pragma omp simd");
+  line (e, "for (int64_t %s = 0; %s < %" G_GINT64_FORMAT "; %s++)", v, v, n, v);
+  if (stride == 1)
+    line (e, "  dst[%s] = ok%d ? src[%s] : (%s) 0;", v, m->last, v, m->t);
+  else
+    line (e, "  dst[%s] = ok%d ? src[%s * %" G_GINT64_FORMAT "] : (%s) 0;", v, m->last, v, stride, m->t);
+}
+
+static void
+close_loops (Emit *e, int n)
+{
+  for (int d = 0; d < n; d++)
+    {
+      e->indent--;
+      line (e, "}");
+    }
+}
+
+static void
+im2col_nchw (Emit *e, const Im2col *m)
+{
+  const PlConvDesc *c = m->c;
+  line (e, "for (int64_t r = 0; r < %" G_GINT64_FORMAT "; r++)", c->col_rows);
+  line (e, "{");
+  e->indent++;
+  line (e, "const int64_t ci = r / %" G_GINT64_FORMAT ";", m->kprod);
+  emit_split (e, "r", "k", c->n, c->kernel);
+  line (e, "const %s *xc = x + n * %" G_GINT64_FORMAT " + (g * %" G_GINT64_FORMAT " + ci) * %" G_GINT64_FORMAT ";",
+        m->t, m->xs[0], m->cg, m->xs[1]);
+  line (e, "%s *cr = col + r * %" G_GINT64_FORMAT ";", m->t, c->col_cols);
+  for (int d = 0; d < c->n; d++)
+    {
+      line (e, "for (int64_t o%d = 0; o%d < %" G_GINT64_FORMAT "; o%d++)", d, d, c->out[d], d);
+      line (e, "{");
+      e->indent++;
+      emit_window (e, c, d);
+    }
+  g_autofree char *oix = flat_index ("o", c->n, c->out);
+  line (e, "cr[%s] = ok%d ? xc[%s] : (%s) 0;", oix, m->last, m->sp, m->t);
+  close_loops (e, c->n + 1);
+}
+
+static void
+im2col_nhwc (Emit *e, const Im2col *m, int64_t chunk)
+{
+  const PlConvDesc *c = m->c;
+  line (e, "const int64_t r0 = n * %" G_GINT64_FORMAT ", r1 = r0 + %" G_GINT64_FORMAT " < %" G_GINT64_FORMAT
+        " ? r0 + %" G_GINT64_FORMAT " : %" G_GINT64_FORMAT ";", chunk, chunk, c->batch * c->col_cols, chunk,
+        c->batch * c->col_cols);
+  if (chunk * c->col_rows >= PARALLEL_MIN)
+    line (e, "#pragma omp parallel for schedule(static)");
+  line (e, "for (int64_t r = r0; r < r1; r++)");
+  line (e, "{");
+  e->indent++;
+  line (e, "const int64_t b = r / %" G_GINT64_FORMAT ";", c->col_cols);
+  emit_split (e, "r", "o", c->n, c->out);
+  line (e, "const %s *xb = x + b * %" G_GINT64_FORMAT " + g * %" G_GINT64_FORMAT ";", m->t, m->xs[0], m->cg * m->xs[1]);
+  line (e, "%s *cr = col + (r - r0) * %" G_GINT64_FORMAT ";", m->t, c->col_rows);
+  for (int d = 0; d < c->n; d++)
+    {
+      line (e, "for (int64_t k%d = 0; k%d < %" G_GINT64_FORMAT "; k%d++)", d, d, c->kernel[d], d);
+      line (e, "{");
+      e->indent++;
+      emit_window (e, c, d);
+    }
+  g_autofree char *kix = flat_index ("k", c->n, c->kernel);
+  line (e, "%s *dst = cr + (%s) * %" G_GINT64_FORMAT ";", m->t, kix, m->cg);
+  emit_run (e, m, "xb", "ci", m->cg, m->xs[1]);
+  close_loops (e, c->n + 1);
+}
+
+static void
+im2col_chwn (Emit *e, const Im2col *m, int64_t chunk)
+{
+  const PlConvDesc *c = m->c;
+  int64_t positions = chunk / c->batch;   /* a chunk is whole output positions */
+  line (e, "const int64_t p0 = n * %" G_GINT64_FORMAT ", p1 = p0 + %" G_GINT64_FORMAT " < %" G_GINT64_FORMAT
+        " ? p0 + %" G_GINT64_FORMAT " : %" G_GINT64_FORMAT ";", positions, positions, c->col_cols, positions,
+        c->col_cols);
+  if (chunk * c->col_rows >= PARALLEL_MIN)
+    line (e, "#pragma omp parallel for schedule(static)");
+  line (e, "for (int64_t r = 0; r < %" G_GINT64_FORMAT "; r++)", c->col_rows);
+  line (e, "{");
+  e->indent++;
+  line (e, "const int64_t ci = r / %" G_GINT64_FORMAT ";", m->kprod);
+  emit_split (e, "r", "k", c->n, c->kernel);
+  line (e, "const %s *xc = x + (g * %" G_GINT64_FORMAT " + ci) * %" G_GINT64_FORMAT ";", m->t, m->cg, m->xs[1]);
+  line (e, "%s *cr = col + r * (p1 - p0) * %" G_GINT64_FORMAT ";", m->t, c->batch);
+  line (e, "for (int64_t p = p0; p < p1; p++)");
+  line (e, "{");
+  e->indent++;
+  emit_split (e, "p", "o", c->n, c->out);
+  for (int d = 0; d < c->n; d++)
+    emit_window (e, c, d);
+  line (e, "%s *dst = cr + (p - p0) * %" G_GINT64_FORMAT ";", m->t, c->batch);
+  emit_run (e, m, "xc", "b", c->batch, m->xs[0]);
+  close_loops (e, 2);
+}
 
 static void
 emit_im2col (GString *o, const PlKernelPlan *p)
 {
   const PlConvDesc *c = &p->conv;
-  const char *t = pl_plan_ctype (c->dtype);
   Emit e = { o, p, NULL, 0 };
-  int n = c->n;
-  int64_t kprod = 1, inprod = 1;
-  for (int i = 0; i < n; i++)
-    kprod *= c->kernel[i], inprod *= c->in[i];
-  line (&e, "void %s_im2col (const %s *restrict x, %s *restrict col, int64_t n, int64_t g)", p->name, t, t);
+  Im2col m = { c, pl_plan_ctype (c->dtype), c->c_in / c->group, 1 };
+  int64_t xdims[PL_MAX_RANK] = { c->batch, c->c_in };
+  for (int i = 0; i < c->n; i++)
+    {
+      m.kprod *= c->kernel[i];
+      xdims[2 + i] = c->in[i];
+    }
+  pl_layout_strides (c->x_layout, 2 + c->n, xdims, m.xs);
+  GString *sp = g_string_new ("0");
+  for (int d = 0; d < c->n; d++)
+    g_string_append_printf (sp, " + i%d * %" G_GINT64_FORMAT, d, m.xs[2 + d]);
+  m.sp = g_string_free (sp, FALSE);
+  m.last = c->n - 1;
+  g_string_append_printf (o, "/* %s_im2col: X %s, the matrix of a %s GEMM */\n", p->name, pl_layout_name (c->x_layout),
+                          pl_layout_name (c->y_layout));
+  line (&e, "void %s_im2col (const %s *restrict x, %s *restrict col, int64_t n, int64_t g)", p->name, m.t, m.t);
   line (&e, "{");
   e.indent++;
-  if (c->col_rows * c->col_cols >= PARALLEL_MIN)
-    line (&e, "#pragma omp parallel for schedule(static)");
-  line (&e, "for (int64_t r = 0; r < %" G_GINT64_FORMAT "; r++)", c->col_rows);
+  if (c->y_layout == PL_LAYOUT_NHWC)
+    im2col_nhwc (&e, &m, pl_cpu_conv_chunk (c));
+  else if (c->y_layout == PL_LAYOUT_CHWN)
+    im2col_chwn (&e, &m, pl_cpu_conv_chunk (c));
+  else
+    {
+      if (c->col_rows * c->col_cols >= PARALLEL_MIN)
+        line (&e, "#pragma omp parallel for schedule(static)");
+      im2col_nchw (&e, &m);
+    }
+  e.indent--;
+  line (&e, "}\n");
+  g_free (m.sp);
+}
+
+/* Transposes (pl_plan_transpose_dim): looped plainly, the side that strides
+ * through memory uses a word of every cache line it fetches before the line
+ * is evicted; in tiles of TILE x TILE over (j, innermost) both sides' lines
+ * stay in L1 until they are used up. */
+#define TILE 16
+
+static void
+emit_transpose_function (GString *o, const PlKernelPlan *p, int j)
+{
+  const PlLoopPlan *lp = p->loop;
+  Emit e = { o, p, lp, 0 };
+  int inner = lp->rank - 1;
+  int64_t outer = lp->total / (lp->dims[j] * lp->dims[inner]);
+  g_string_append_printf (o, "/* %s: %s, in %dx%d tiles */\n", p->name, p->ops, TILE, TILE);
+  line (&e, "void %s (void *const *args)", p->name);
   line (&e, "{");
   e.indent++;
-  line (&e, "const int64_t ci = r / %" G_GINT64_FORMAT ";", kprod);
+  emit_args (&e);
+  if (lp->total >= PARALLEL_MIN)
+    line (&e, "#pragma omp parallel for collapse(3) schedule(static)");
+  line (&e, "for (int64_t o = 0; o < %" G_GINT64_FORMAT "; o++)", outer);
+  line (&e, "for (int64_t t%d = 0; t%d < %" G_GINT64_FORMAT "; t%d += %d)", j, j, lp->dims[j], j, TILE);
+  line (&e, "for (int64_t t%d = 0; t%d < %" G_GINT64_FORMAT "; t%d += %d)", inner, inner, lp->dims[inner], inner, TILE);
+  line (&e, "{");
+  e.indent++;
   int64_t stride = 1;
-  for (int i = n - 1; i >= 0; i--)
+  for (int k = inner - 1; k >= 0; k--)
+    if (k != j)
+      {
+        line (&e, "const int64_t c%d = (o / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ";", k, stride, lp->dims[k]);
+        stride *= lp->dims[k];
+      }
+  const int ks[2] = { j, inner };
+  for (int s = 0; s < 2; s++)
     {
-      line (&e, "const int64_t k%d = (r / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ";", i, stride, c->kernel[i]);
-      stride *= c->kernel[i];
+      int k = ks[s];
+      line (&e, "const int64_t e%d = t%d + %d < %" G_GINT64_FORMAT " ? t%d + %d : %" G_GINT64_FORMAT ";", k, k, TILE,
+            lp->dims[k], k, TILE, lp->dims[k]);
     }
-  line (&e, "const %s *xc = x + ((n * %" G_GINT64_FORMAT " + g * %" G_GINT64_FORMAT " + ci) * %" G_GINT64_FORMAT ");",
-        t, c->c_in, c->c_in / c->group, inprod);
-  line (&e, "%s *cr = col + r * %" G_GINT64_FORMAT ";", t, c->col_cols);
-  /* nested loops over the output's spatial dims; i<d> is the input coordinate */
-  for (int i = 0; i < n; i++)
-    {
-      line (&e, "for (int64_t o%d = 0; o%d < %" G_GINT64_FORMAT "; o%d++)", i, i, c->out[i], i);
-      line (&e, "{");
-      e.indent++;
-      line (&e, "const int64_t i%d = o%d * %" G_GINT64_FORMAT " - %" G_GINT64_FORMAT " + k%d * %" G_GINT64_FORMAT ";",
-            i, i, c->strides[i], c->pads[i], i, c->dilations[i]);
-      if (i > 0)
-        line (&e, "const int ok%d = ok%d && i%d >= 0 && i%d < %" G_GINT64_FORMAT ";", i, i - 1, i, i, c->in[i]);
-      else
-        line (&e, "const int ok0 = i0 >= 0 && i0 < %" G_GINT64_FORMAT ";", c->in[0]);
-    }
-  GString *in_ix = g_string_new ("0"), *out_ix = g_string_new ("0");
-  for (int i = 0; i < n; i++)
-    {
-      g_string_prepend_c (in_ix, '(');
-      g_string_append_printf (in_ix, ") * %" G_GINT64_FORMAT " + i%d", c->in[i], i);
-      g_string_prepend_c (out_ix, '(');
-      g_string_append_printf (out_ix, ") * %" G_GINT64_FORMAT " + o%d", c->out[i], i);
-    }
-  line (&e, "cr[%s] = ok%d ? xc[%s] : (%s) 0;", out_ix->str, n - 1, in_ix->str, t);
-  g_string_free (in_ix, TRUE);
-  g_string_free (out_ix, TRUE);
-  for (int i = 0; i < n; i++)
+  line (&e, "for (int64_t c%d = t%d; c%d < e%d; c%d++)", j, j, j, j, j);
+  line (&e, "{");
+  e.indent++;
+  line (&e, "#pragma omp simd");
+  line (&e, "for (int64_t c%d = t%d; c%d < e%d; c%d++)", inner, inner, inner, inner, inner);
+  line (&e, "{");
+  e.indent++;
+  pl_codegen_level (e.o, e.indent, lp, PL_LEVEL_ELEM, 0);
+  emit_store (&e, &g_array_index (lp->stores, PlStore, 0));
+  for (int k = 0; k < 3; k++)
     {
       e.indent--;
       line (&e, "}");
     }
-  e.indent--;
-  line (&e, "}");
   e.indent--;
   line (&e, "}\n");
 }
@@ -552,14 +915,23 @@ pl_codegen_c_kernel (GString *out, const PlKernelPlan *p)
   switch (p->kind)
     {
     case PL_PLAN_LOOP:
-      emit_loop_function (out, p);
+      if (pl_plan_transpose_dim (p) >= 0)
+        emit_transpose_function (out, p, pl_plan_transpose_dim (p));
+      else
+        emit_loop_function (out, p);
       return true;
     case PL_PLAN_GEMM:
       if (p->loop)
         emit_loop_function (out, p);
       return p->loop != NULL;
     case PL_PLAN_CONV:
-      emit_im2col (out, p);
+      if (p->conv.impl == PL_CONV_IMPL_DIRECT)
+        {
+          g_autofree char *name = g_strdup_printf ("%s_direct", p->name);
+          pl_conv_direct_emit_c (out, &p->conv, name);
+        }
+      else
+        emit_im2col (out, p);
       if (p->loop)
         emit_loop_function (out, p);
       return true;

@@ -15,11 +15,17 @@
  *  fusion node has them, take precedence; `blocks_per_row` > 1 (one row split
  *  across blocks, which needs a grid-wide barrier) is not generated: such a
  *  row runs on one block.
- *  - CONV: a direct convolution kernel (one output element per thread).
+ *  - CONV: a direct convolution kernel (one output element per thread, in
+ *    the memory order of Y's layout, X read in its layout), or with impl
+ *    DIRECT the tiled kernel of conv-direct.c.
+ * LayoutTransform is a pointwise LOOP plan (a load in one layout, a store
+ * in the other), looped in the destination's order so stores coalesce.
  * GEMM goes to cuBLAS; its epilogue is a pointwise kernel.
  */
 #define G_LOG_DOMAIN "passlab"
 #include "codegen.h"
+#include "conv-direct.h"
+#include "kernel-plan-private.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -485,19 +491,94 @@ emit_rows (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
   l->scratch_bytes = lp->n_scratch && !e->shared_scratch ? grid * e->rpb * row_bytes : 0;
 }
 
+/* --- transposes -------------------------------------------------------------------------- */
+
+/* A plan that only moves elements with its load contiguous along loop dim j
+ * and its store along the innermost one (pl_plan_transpose_dim): a 32x32
+ * tile per block through shared memory (padded against bank conflicts), read
+ * with the warp along j and written with the warp along the innermost dim,
+ * so both sides coalesce. */
+static void
+emit_transpose (Emit *e, const char *name, int j, int n_sms, PlCudaLaunch *l)
+{
+  const PlLoopPlan *lp = e->lp;
+  const PlStore *st = &g_array_index (lp->stores, PlStore, 0);
+  const PlInstr *ld = at (lp, st->value);
+  const char *t = pl_plan_ctype (ld->dtype);
+  int inner = lp->rank - 1;
+  int64_t tj = (lp->dims[j] + 31) / 32, ti = (lp->dims[inner] + 31) / 32;
+  int64_t tiles = lp->total / (lp->dims[j] * lp->dims[inner]) * tj * ti;
+  g_autofree char *lix = pl_idx_to_c (ld->index, pl_codegen_coord_names ());
+  g_autofree char *six = pl_idx_to_c (st->index, pl_codegen_coord_names ());
+  e->block = 256;
+  emit_signature (e, name);
+  line (e, "{");
+  e->indent++;
+  line (e, "__shared__ %s tile[32][33];", t);
+  line (e, "for (int64_t bt = blockIdx.x; bt < %" G_GINT64_FORMAT "; bt += gridDim.x)", tiles);
+  line (e, "{");
+  e->indent++;
+  line (e, "const int64_t t%d = bt %% %" G_GINT64_FORMAT " * 32, t%d = (bt / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT
+        " * 32, o = bt / %" G_GINT64_FORMAT ";", inner, ti, j, ti, tj, ti * tj);
+  int64_t stride = 1;
+  for (int k = inner - 1; k >= 0; k--)
+    if (k != j)
+      {
+        line (e, "const int64_t c%d = (o / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ";", k, stride, lp->dims[k]);
+        stride *= lp->dims[k];
+      }
+  for (int phase = 0; phase < 2; phase++)
+    {
+      /* read: threadIdx.x runs along j; write: along the innermost dim */
+      int along = phase == 0 ? j : inner, across = phase == 0 ? inner : j;
+      line (e, "for (int r = threadIdx.y; r < 32; r += 8)");
+      line (e, "{");
+      e->indent++;
+      line (e, "const int64_t c%d = t%d + threadIdx.x, c%d = t%d + r;", along, along, across, across);
+      if (phase == 0)
+        line (e, "if (c%d < %" G_GINT64_FORMAT " && c%d < %" G_GINT64_FORMAT ") tile[r][threadIdx.x] = in0[%s];", along,
+              lp->dims[along], across, lp->dims[across], lix);
+      else
+        line (e, "if (c%d < %" G_GINT64_FORMAT " && c%d < %" G_GINT64_FORMAT ") out0[%s] = tile[threadIdx.x][r];", along,
+              lp->dims[along], across, lp->dims[across], six);
+      e->indent--;
+      line (e, "}");
+      line (e, "__syncthreads ();");
+    }
+  e->indent--;
+  line (e, "}");
+  e->indent--;
+  line (e, "}\n");
+  l->entry = g_strdup (name);
+  l->block = 32;
+  l->block_yz[0] = 8;
+  l->grid = CLAMP (tiles, 1, (int64_t) n_sms * 16);
+}
+
 /* --- convolution --------------------------------------------------------------------------- */
 
+/* One output per thread, threads in Y's memory order (neighbours write
+ * neighbours), X read through its layout's strides. */
 static void
 emit_conv (Emit *e, int n_sms, PlCudaLaunch *l)
 {
   const PlConvDesc *c = &e->p->conv;
   const char *t = pl_plan_ctype (c->dtype);
-  int n = c->n;
-  int64_t outprod = 1, inprod = 1, kprod = 1;
+  int n = c->n, rank = 2 + n;
+  int64_t kprod = 1, xdims[PL_MAX_RANK] = { c->batch, c->c_in }, ydims[PL_MAX_RANK] = { c->batch, c->c_out };
   for (int i = 0; i < n; i++)
-    outprod *= c->out[i], inprod *= c->in[i], kprod *= c->kernel[i];
-  int64_t total = c->batch * c->c_out * outprod, cg = c->c_in / c->group, mg = c->c_out / c->group;
+    {
+      kprod *= c->kernel[i];
+      xdims[2 + i] = c->in[i];
+      ydims[2 + i] = c->out[i];
+    }
+  int64_t total = c->batch * c->c_out * c->col_cols, cg = c->c_in / c->group, mg = c->c_out / c->group;
+  int64_t xs[PL_MAX_RANK];
+  int perm[PL_MAX_RANK];
+  pl_layout_strides (c->x_layout, rank, xdims, xs);
+  pl_layout_perm (c->y_layout, rank, perm);
   g_autofree char *name = g_strdup_printf ("%s_conv", e->p->name);
+  g_string_append_printf (e->o, "/* %s: X %s, Y %s */\n", name, pl_layout_name (c->x_layout), pl_layout_name (c->y_layout));
   line (e, "extern \"C\" __global__ void __launch_bounds__ (256) %s (const %s *__restrict__ x, const %s *__restrict__ w, "
         "%s *__restrict__ y)", name, t, t, t);
   line (e, "{");
@@ -507,20 +588,20 @@ emit_conv (Emit *e, int n_sms, PlCudaLaunch *l)
   line (e, "{");
   e->indent++;
   int64_t stride = 1;
-  for (int k = n - 1; k >= 0; k--)
+  for (int j = rank - 1; j >= 0; j--)
     {
-      line (e, "const int64_t o%d = (i / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ";", k, stride, c->out[k]);
-      stride *= c->out[k];
+      int d = perm[j];
+      g_autofree char *var = d == 0 ? g_strdup ("b") : d == 1 ? g_strdup ("m") : g_strdup_printf ("o%d", d - 2);
+      line (e, "const int64_t %s = (i / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ";", var, stride, ydims[d]);
+      stride *= ydims[d];
     }
-  line (e, "const int64_t m = (i / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ", b = i / %" G_GINT64_FORMAT ";",
-        outprod, c->c_out, outprod * c->c_out);
   line (e, "const int64_t g = m / %" G_GINT64_FORMAT ";", mg);
   line (e, "%s acc = 0;", t);
   line (e, "for (int64_t ci = 0; ci < %" G_GINT64_FORMAT "; ci++)", cg);
   line (e, "{");
   e->indent++;
-  line (e, "const %s *xc = x + (b * %" G_GINT64_FORMAT " + g * %" G_GINT64_FORMAT " + ci) * %" G_GINT64_FORMAT ";", t,
-        c->c_in, cg, inprod);
+  line (e, "const %s *xc = x + b * %" G_GINT64_FORMAT " + (g * %" G_GINT64_FORMAT " + ci) * %" G_GINT64_FORMAT ";", t,
+        xs[0], cg, xs[1]);
   line (e, "const %s *wc = w + (m * %" G_GINT64_FORMAT " + ci) * %" G_GINT64_FORMAT ";", t, cg, kprod);
   for (int k = 0; k < n; k++)
     {
@@ -534,8 +615,7 @@ emit_conv (Emit *e, int n_sms, PlCudaLaunch *l)
   GString *xi = g_string_new ("0"), *wi = g_string_new ("0");
   for (int k = 0; k < n; k++)
     {
-      g_string_prepend_c (xi, '(');
-      g_string_append_printf (xi, ") * %" G_GINT64_FORMAT " + i%d", c->in[k], k);
+      g_string_append_printf (xi, " + i%d * %" G_GINT64_FORMAT, k, xs[2 + k]);
       g_string_prepend_c (wi, '(');
       g_string_append_printf (wi, ") * %" G_GINT64_FORMAT " + k%d", c->kernel[k], k);
     }
@@ -559,6 +639,22 @@ emit_conv (Emit *e, int n_sms, PlCudaLaunch *l)
   l->grid = grid_for (total, 256, n_sms, 32);
 }
 
+/* The tiled direct convolution of conv-direct.c, its launch in 3-d. */
+static void
+emit_conv_direct (Emit *e, PlCudaLaunch *l)
+{
+  unsigned grid[3] = { 1, 1, 1 }, block[3] = { 1, 1, 1 };
+  g_autofree char *name = g_strdup_printf ("%s_conv", e->p->name);
+  pl_conv_direct_emit_cuda (e->o, &e->p->conv, name, grid, block);
+  l->entry = g_steal_pointer (&name);
+  l->grid = grid[0];
+  l->grid_yz[0] = grid[1];
+  l->grid_yz[1] = grid[2];
+  l->block = (int) block[0];
+  l->block_yz[0] = (int) block[1];
+  l->block_yz[1] = (int) block[2];
+}
+
 int
 pl_codegen_cuda_kernel (GString *out, const PlKernelPlan *p, int n_sms, PlCudaLaunch *launch)
 {
@@ -568,13 +664,18 @@ pl_codegen_cuda_kernel (GString *out, const PlKernelPlan *p, int n_sms, PlCudaLa
   int n = 0;
   if (p->kind == PL_PLAN_CONV)
     {
-      emit_conv (&e, n_sms, &launch[1]);
+      if (p->conv.impl == PL_CONV_IMPL_DIRECT)
+        emit_conv_direct (&e, &launch[1]);
+      else
+        emit_conv (&e, n_sms, &launch[1]);
       n++;
     }
   if ((p->kind == PL_PLAN_LOOP || p->kind == PL_PLAN_GEMM || p->kind == PL_PLAN_CONV) && p->loop)
     {
       g_string_append_printf (out, "/* %s: %s */\n", p->name, p->ops);
-      if (p->loop->reductions->len == 0)
+      if (pl_plan_transpose_dim (p) >= 0)
+        emit_transpose (&e, p->name, pl_plan_transpose_dim (p), n_sms, &launch[0]);
+      else if (p->loop->reductions->len == 0)
         emit_pointwise (&e, p->name, n_sms, &launch[0]);
       else
         emit_rows (&e, p->name, n_sms, &launch[0]);

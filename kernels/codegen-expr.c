@@ -23,8 +23,9 @@ const char *
 pl_codegen_common_prelude (void)
 {
   return
-    "PLK_FN float pl_sigmoidf (float x) { return x >= 0.0f ? 1.0f / (1.0f + expf (-x)) : expf (x) / (1.0f + expf (x)); }\n"
-    "PLK_FN double pl_sigmoid (double x) { return x >= 0.0 ? 1.0 / (1.0 + exp (-x)) : exp (x) / (1.0 + exp (x)); }\n"
+    /* one exp, of -|x| (never overflows), one divide; NaN propagates through e */
+    "PLK_FN float pl_sigmoidf (float x) { float e = expf (-fabsf (x)); return (x >= 0.0f ? 1.0f : e) / (1.0f + e); }\n"
+    "PLK_FN double pl_sigmoid (double x) { double e = exp (-fabs (x)); return (x >= 0.0 ? 1.0 : e) / (1.0 + e); }\n"
     "PLK_FN float pl_maxf (float a, float b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }\n"
     "PLK_FN float pl_minf (float a, float b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }\n"
     "PLK_FN double pl_max (double a, double b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }\n"
@@ -115,6 +116,11 @@ print_binary (const PlLoopPlan *lp, const PlInstr *x, const char *a, const char 
     case PL_SOP_SUB: op = "-"; break;
     case PL_SOP_MUL: op = "*"; break;
     case PL_SOP_DIV:
+      /* by a value of the row (or a constant) in an element loop: one
+       * reciprocal per row the compiler hoists, a multiply per element
+       * (a divide costs ~10x; the result moves by <= 1 ulp) */
+      if (fl && x->level == PL_LEVEL_ELEM && at (lp, x->a[1])->level != PL_LEVEL_ELEM)
+        return g_strdup_printf ("(%s * (%s / %s))", a, is_f32 (t) ? "1.0f" : "1.0", b);
       if (fl)
         return g_strdup_printf ("(%s / %s)", a, b);
       return g_strdup_printf ("((%s) (%s == 0 ? 0 : %s / %s))", ct, b, a, b);

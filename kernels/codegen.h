@@ -42,7 +42,9 @@ void        pl_codegen_coords         (GString *o, int indent, const PlLoopPlan 
 char       *pl_codegen_c_prelude      (void);
 /* Appends the functions of plan p: `void <name> (void *const *args)` with
  * args = input slots then output slots (LOOP, and the epilogue of GEMM/CONV),
- * and for CONV `void <name>_im2col (const T *x, T *col, int64_t n, int64_t g)`.
+ * and for CONV `void <name>_im2col (const T *x, T *col, int64_t n, int64_t g)`
+ * (the matrix pl_cpu_conv multiplies in the conv's layout: image n's (NCHW
+ * only) group g) or, impl DIRECT, `<name>_direct` (conv-direct.h).
  * Returns false (nothing appended) for plans without generated code. */
 bool        pl_codegen_c_kernel       (GString *out, const PlKernelPlan *p);
 
@@ -50,8 +52,10 @@ bool        pl_codegen_c_kernel       (GString *out, const PlKernelPlan *p);
 
 typedef struct {
   char    *entry;          /* the __global__ function, extern "C" */
-  int      block;          /* threads per block */
-  int64_t  grid;           /* blocks */
+  int      block;          /* threads per block (x) */
+  int64_t  grid;           /* blocks (x) */
+  int      block_yz[2];    /* y and z of 3-d launches (the direct conv); 0: 1 */
+  int64_t  grid_yz[2];
   int      shared_bytes;   /* dynamic shared memory */
   int64_t  scratch_bytes;  /* global scratch the kernel wants as its last argument (0: none) */
 } PlCudaLaunch;
@@ -59,7 +63,10 @@ typedef struct {
 char       *pl_codegen_cuda_prelude   (void);
 /* Appends the kernels of plan p: for LOOP (and the epilogue of GEMM/CONV) one
  * kernel taking (in0.., out0.., scratch) as pointers; for CONV also
- * `<name>_conv (x, w, y)`, a direct convolution. launch[0] describes the loop
+ * `<name>_conv (x, w, y)`: a direct convolution reading X and writing Y in
+ * their layouts, one output per thread (impl GEMM: w in ONNX's order), or
+ * the tiled one of conv-direct.h (impl DIRECT: w packed by
+ * pl_conv_direct_pack). launch[0] describes the loop
  * kernel, launch[1] the convolution. n_sms sizes grids (0: assume 132).
  * Returns the number of launches described (0: no generated code). */
 int         pl_codegen_cuda_kernel    (GString *out, const PlKernelPlan *p, int n_sms, PlCudaLaunch *launch);

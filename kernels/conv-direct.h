@@ -21,10 +21,12 @@
 G_BEGIN_DECLS
 
 /* 2-d convs of f32/f64, any stride, dilation, padding and group; the layouts
- * of c->x_layout / c->y_layout. false with *why (g_free) otherwise. */
+ * of c->x_layout / c->y_layout, which must be the same. false with *why
+ * (g_free) otherwise. */
 bool    pl_conv_direct_supported   (const PlConvDesc *c, char **why);
-/* The weights in the order the direct kernel reads them: elements needed and
- * the packing from ONNX's [C_out, C_in/group, Hk, Wk]. */
+/* The weights in the order the direct kernel reads them: elements needed
+ * (with a few zeros after them) and the packing from ONNX's
+ * [C_out, C_in/group, Hk, Wk] into [group][C_in/group][Hk][Wk][C_out/group]. */
 int64_t pl_conv_direct_packed_size (const PlConvDesc *c);
 void    pl_conv_direct_pack        (const PlConvDesc *c, const void *w_oihw, void *packed);
 /* Appends to out a C function
@@ -32,13 +34,20 @@ void    pl_conv_direct_pack        (const PlConvDesc *c, const void *w_oihw, voi
  * (T float or double; wp packed; x and y in their layouts; OpenMP over tiles). */
 void    pl_conv_direct_emit_c      (GString *out, const PlConvDesc *c, const char *name);
 /* Appends a CUDA kernel  extern "C" __global__ void <name> (const T *x, const T *wp, T *y)
- * for the tile in c->tile (0s: the pebble tile for a block); grid and block
+ * for the tile in c->tile (0s: the pebble tile for a block), cut down where
+ * needed to 48 KiB of shared memory, z <= 64 and 4 points a thread; grid
+ * (x: tiles of the image, y: group x z tiles, z: images) and block (1-d)
  * receive its launch dimensions. */
 void    pl_conv_direct_emit_cuda   (GString *out, const PlConvDesc *c, const char *name,
                                     unsigned grid[3], unsigned block[3]);
 /* The tile from the pebble rule for fast memory of fast_mem_bytes per parallel
  * unit and n_parallel units, clamped to the output (each entry >= 1). */
 void    pl_conv_pebble_tile        (const PlConvDesc *c, int64_t fast_mem_bytes, int n_parallel, int64_t tile[3]);
+/* The rule's two terms: *S, the fast memory of one parallel unit in tile
+ * elements (the seed's S/Np; see conv-direct.c), and *R, the reuse of one
+ * input element, Hk*Wk/(sh*sw). The tuner prunes its space with them. */
+void    pl_conv_pebble_terms       (const PlConvDesc *c, int64_t fast_mem_bytes, int n_parallel,
+                                    double *S, double *R);
 /* This machine's per-core fast memory (L2, from sysfs; 1 MiB if unknown) and cores. */
 int64_t pl_cpu_fast_memory_bytes   (void);
 int     pl_cpu_parallel_units      (void);

@@ -1,8 +1,9 @@
 /* cpu-backend.c — the CPU backend's machinery: compiling a generated
  * translation unit with the system C compiler into a cached shared object
  * and loading it (dlopen), and the library calls (OpenBLAS GEMM,
- * convolution as im2col + GEMM). This is how TorchInductor's CPU backend
- * works (DESIGN.md §2.3).
+ * convolution as im2col + GEMM in the conv's layout: NCHW per image, NHWC
+ * and CHWN per group over the whole batch, in chunks that fit L2). This is how
+ * TorchInductor's CPU backend works (DESIGN.md §2.3).
  *
  * OpenMP's worker threads wait passively between kernels unless the user
  * set OMP_WAIT_POLICY or GOMP_SPINCOUNT: spinning workers steal the cores
@@ -18,6 +19,7 @@
  */
 #define G_LOG_DOMAIN "passlab"
 #include "backend.h"
+#include "conv-direct.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -29,7 +31,7 @@
 
 /* -fno-trapping-math lets loops with comparisons and selects vectorize and
  * -fno-math-errno lets sqrt inline; neither changes any value computed. */
-#define CFLAGS "-O3 -march=native -fopenmp -fno-trapping-math -fno-math-errno -fPIC -shared -w"
+#define CFLAGS "-O3 -march=native -mprefer-vector-width=512 -fopenmp -fno-trapping-math -fno-math-errno -fPIC -shared -w"
 
 struct _PlCpuModule {
   void *handle;
@@ -229,32 +231,132 @@ pl_cpu_gemm (const PlGemmDesc *g, const void *a, const void *b, void *c)
     }
 }
 
+/* --- convolution: im2col + GEMM in the conv's layout ------------------------------ */
+
 bool
 pl_conv_is_pointwise (const PlConvDesc *c)
 {
+  if (c->x_layout != c->y_layout)
+    return false;
   for (int i = 0; i < c->n; i++)
     if (c->kernel[i] != 1 || c->strides[i] != 1 || c->pads[i] || c->pads[c->n + i] || c->in[i] != c->out[i])
       return false;
   return true;
 }
 
+/* NHWC / CHWN: the batch's im2col matrix goes in chunks that fit the cores'
+ * L2 together, so the GEMM reads what im2col just wrote from cache (batch
+ * 8 of a 64-channel 56x56 3x3 conv, NHWC on 2 cores: 1.3-1.5x faster in 4
+ * MiB chunks than as one GEMM over a 56 MiB matrix). A 1x1 stride-1 conv
+ * has no matrix: one GEMM. */
+static int64_t
+col_chunk_bytes (void)
+{
+  return MAX (pl_cpu_fast_memory_bytes () * pl_cpu_parallel_units (), (int64_t) 1 << 20);
+}
+
+int64_t
+pl_cpu_conv_chunk (const PlConvDesc *c)
+{
+  /* NHWC: rows (n, o...); CHWN: columns (o..., n), whole positions */
+  int64_t total = c->batch * c->col_cols, unit = c->y_layout == PL_LAYOUT_CHWN ? c->batch : 1;
+  int64_t fit = col_chunk_bytes () / (c->col_rows * (int64_t) pl_dtype_size (c->dtype) * unit);
+  if (fit * unit >= total)
+    return total;
+  int64_t units = total / unit, pieces = (units + MAX (fit, 1) - 1) / MAX (fit, 1);
+  return (units + pieces - 1) / pieces * unit;   /* even chunks */
+}
+
+int64_t
+pl_cpu_conv_col_elems (const PlConvDesc *c)
+{
+  if (pl_conv_is_pointwise (c))
+    return 0;
+  /* NCHW: one (image, group); the others: one group's chunk of the batch */
+  return c->col_rows * (c->y_layout == PL_LAYOUT_NCHW ? c->col_cols : pl_cpu_conv_chunk (c));
+}
+
+bool
+pl_cpu_conv_packs_weights (const PlConvDesc *c)
+{
+  return c->impl == PL_CONV_IMPL_GEMM && c->y_layout == PL_LAYOUT_NHWC;
+}
+
+/* [K][C/g][kh][kw] -> [K][kh][kw][C/g]: the NHWC im2col's column order, so
+ * its rows copy runs of channels. */
+void
+pl_cpu_conv_pack (const PlConvDesc *c, const void *w_oihw, void *packed)
+{
+  size_t es = c->dtype == PL_DTYPE_F64 ? 8 : 4;
+  int64_t cg = c->c_in / c->group, kprod = c->col_rows / cg;
+  for (int64_t k = 0; k < c->c_out; k++)
+    for (int64_t ci = 0; ci < cg; ci++)
+      for (int64_t r = 0; r < kprod; r++)
+        memcpy ((char *) packed + ((k * kprod + r) * cg + ci) * es, (const char *) w_oihw + ((k * cg + ci) * kprod + r) * es,
+                es);
+}
+
 void
 pl_cpu_conv (const PlConvDesc *c, const void *x, const void *w, void *y, void *col, PlCpuIm2colFn im2col)
 {
   size_t es = c->dtype == PL_DTYPE_F64 ? 8 : 4;
-  int64_t cg = c->c_in / c->group, mg = c->c_out / c->group;
-  bool direct = pl_conv_is_pointwise (c);
-  for (int64_t n = 0; n < c->batch; n++)
-    for (int64_t g = 0; g < c->group; g++)
-      {
-        const void *bmat = (const char *) x + (n * c->c_in + g * cg) * c->col_cols * es;
-        if (!direct)
+  int64_t cg = c->c_in / c->group, mg = c->c_out / c->group, R = c->col_rows, P = c->col_cols;
+  int64_t NP = c->batch * P;
+  bool x_is_col = pl_conv_is_pointwise (c);   /* 1x1 stride 1: X is the matrix */
+  int64_t chunk = x_is_col ? NP : pl_cpu_conv_chunk (c);
+  const char *xb = x, *wb = w;
+  char *yb = y;
+  switch (c->y_layout)
+    {
+    case PL_LAYOUT_NHWC:
+      /* Y[N·OH·OW][K] = col[N·OH·OW][kh·kw·C/g] x Wp^T, a group's columns and a chunk's rows at a time */
+      for (int64_t g = 0; g < c->group; g++)
+        for (int64_t s = 0; s < NP; s += chunk)
           {
-            im2col (x, col, n, g);
-            bmat = col;
+            const void *a = xb + (s * c->c_in + g * cg) * es;
+            int64_t lda = c->c_in;
+            if (!x_is_col)
+              {
+                im2col (x, col, s / chunk, g);
+                a = col;
+                lda = R;
+              }
+            gemm_one (c->dtype, false, true, MIN (chunk, NP - s), mg, R, 1.0, a, lda, wb + g * mg * R * es, R,
+                      yb + (s * c->c_out + g * mg) * es, c->c_out);
           }
-        gemm_one (c->dtype, false, false, mg, c->col_cols, c->col_rows, 1.0,
-                  (const char *) w + g * mg * c->col_rows * es, c->col_rows, bmat, c->col_cols,
-                  (char *) y + (n * c->c_out + g * mg) * c->col_cols * es, c->col_cols);
-      }
+      return;
+    case PL_LAYOUT_CHWN:
+      /* Y[K][OH·OW·N] = W[K][C/g·kh·kw] x col[C/g·kh·kw][OH·OW·N], a group's rows and a chunk's columns at a time */
+      for (int64_t g = 0; g < c->group; g++)
+        for (int64_t s = 0; s < NP; s += chunk)
+          {
+            int64_t cols = MIN (chunk, NP - s);
+            const void *b = xb + (g * cg * NP + s) * es;
+            int64_t ldb = NP;
+            if (!x_is_col)
+              {
+                im2col (x, col, s / chunk, g);
+                b = col;
+                ldb = cols;
+              }
+            gemm_one (c->dtype, false, false, mg, cols, R, 1.0, wb + g * mg * R * es, R, b, ldb,
+                      yb + (g * mg * NP + s) * es, NP);
+          }
+      return;
+    default:
+      /* Y[n][K][OH·OW] = W[K][C/g·k] x col[C/g·k][OH·OW], per (image, group) */
+      for (int64_t n = 0; n < c->batch; n++)
+        for (int64_t g = 0; g < c->group; g++)
+          {
+            const void *b = xb + (n * c->c_in + g * cg) * P * es;
+            if (!x_is_col)
+              {
+                im2col (x, col, n, g);
+                b = col;
+              }
+            gemm_one (c->dtype, false, false, mg, P, R, 1.0, wb + g * mg * R * es, R, b, P,
+                      yb + (n * c->c_out + g * mg) * P * es, P);
+          }
+      return;
+    }
 }

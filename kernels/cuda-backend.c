@@ -383,7 +383,9 @@ pl_cuda_launch (PlCudaContext *c, gpointer fn, const PlCudaLaunch *l, void **par
                  "cuFuncSetAttribute", error))
     return false;
   g_autofree char *what = g_strdup_printf ("cuLaunchKernel (%s)", l->entry);
-  return cu_check (c, c->launch (fn, (unsigned) MIN (l->grid, G_MAXINT32), 1, 1, (unsigned) l->block, 1, 1,
+  unsigned gy = (unsigned) MAX (l->grid_yz[0], 1), gz = (unsigned) MAX (l->grid_yz[1], 1);
+  unsigned by = (unsigned) MAX (l->block_yz[0], 1), bz = (unsigned) MAX (l->block_yz[1], 1);
+  return cu_check (c, c->launch (fn, (unsigned) MIN (l->grid, G_MAXINT32), gy, gz, (unsigned) l->block, by, bz,
                                  (unsigned) l->shared_bytes, NULL, params, NULL), what, error);
 }
 

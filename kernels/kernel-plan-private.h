@@ -29,7 +29,13 @@ typedef struct {
 int  pl_lower_fail     (PlLower *L, const char *fmt, ...) G_GNUC_PRINTF (2, 3);
 int  pl_lower_load     (PlLower *L, PlValue *v, const PlIdx *offset);
 int  pl_lower_slot     (PlLower *L, PlValue *v);   /* v's input slot (made on first use) */
-int  pl_lower_load_slot (PlLower *L, int slot, PlDType dtype, const PlIdx *offset);
+int  pl_lower_load_slot (PlLower *L, int slot, PlDType dtype, const PlIdx *offset);   /* offset NULL: -1 */
+/* Where v's element at logical multi-index idx lies in memory: v's layout
+ * (layout.h) orders the dims. Every load and store of a value goes through
+ * it; NULL (after failing) when v has no static shape or a layout its rank
+ * cannot carry. _in: as if v were stored in `layout` (the raw library result). */
+const PlIdx *pl_lower_offset    (PlLower *L, const PlValue *v, const PlIdx *const *idx);
+const PlIdx *pl_lower_offset_in (PlLower *L, PlLayout layout, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_const    (PlLower *L, PlDType dtype, double v);
 int  pl_lower_unary    (PlLower *L, PlScalarOp op, int a);
 int  pl_lower_binary   (PlLower *L, PlScalarOp op, int a, int b);
@@ -50,5 +56,17 @@ bool pl_lower_row_axes (const PlNode *node, bool *mask);
  * to out_rank at idx. */
 void pl_lower_broadcast_index (PlLower *L, const PlIdx *const *idx, int out_rank, int in_rank,
                                const int64_t *in_dims, const PlIdx **out);
+
+/* --- for the generators and the runtime (kernel-plan.c) ------------------------- */
+/* A LOOP plan that only moves elements (one store of one load: a
+ * LayoutTransform, a relayout) and stores contiguously along its innermost
+ * loop dim while loading contiguously along loop dim j: returns j (the
+ * generators then tile it as a transpose), else -1. */
+int           pl_plan_transpose_dim   (const PlKernelPlan *p);
+/* A LOOP plan copying value v from layout `from` to layout `to` (input slot
+ * 0 and output slot 0 both name v; the runtime binds the buffers): how the
+ * runtime feeds a kernel that reads only the default layout (a GEMM operand)
+ * from a value stored in another one. ops "LayoutTransform". */
+PlKernelPlan *pl_kernel_plan_relayout (const char *name, PlValue *v, PlLayout from, PlLayout to, GError **error);
 
 G_END_DECLS

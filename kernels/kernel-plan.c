@@ -37,12 +37,23 @@
  * beta*C or Conv's bias) and runs in place when it reads that result at the
  * same index it writes.
  *
+ * Layouts (layout.h): indices are logical; only a load or a store turns a
+ * value's logical multi-index into a memory offset, in the value's layout
+ * (pl_lower_offset). So every loop kernel reads and writes any layout, a
+ * LayoutTransform is the identity with a load in one layout and a store in
+ * the other, and a pointwise kernel storing one other layout loops in that
+ * layout's order (its stores contiguous, the loads of default-layout
+ * operands strided). A conv's raw result is in its output's layout, a
+ * GEMM's row-major. Views of a value in another layout are copies.
+ *
  * Why not more: a set whose reductions reduce different rows, or whose
  * outputs have other shapes than D or the rows, is not one kernel here; the
  * runtime then runs that fusion's body node by node (and says so).
  */
 #define G_LOG_DOMAIN "passlab"
 #include "kernel-plan-private.h"
+
+#include "conv-direct.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -121,6 +132,8 @@ emit (PlLower *L, PlInstr x)
 int
 pl_lower_load_slot (PlLower *L, int slot, PlDType dtype, const PlIdx *offset)
 {
+  if (!offset)
+    return -1;
   return emit (L, (PlInstr) { .op = PL_SOP_LOAD, .dtype = dtype, .slot = slot, .index = offset });
 }
 
@@ -141,6 +154,48 @@ int
 pl_lower_load (PlLower *L, PlValue *v, const PlIdx *offset)
 {
   return pl_lower_load_slot (L, pl_lower_slot (L, v), v->dtype, offset);
+}
+
+/* The element offset of logical multi-index idx in a tensor of rank/dims
+ * stored in layout: the row-major offset of idx permuted into the order the
+ * layout stores the dims (layout.h). NULL (after failing) for a layout the
+ * rank cannot carry. */
+static const PlIdx *
+layout_offset (PlLower *L, PlLayout layout, int rank, const int64_t *dims, const PlIdx *const *idx)
+{
+  if (!pl_layout_valid_for_rank (layout, rank))
+    {
+      pl_lower_fail (L, "layout %s on a tensor of rank %d", pl_layout_name (layout), rank);
+      return NULL;
+    }
+  int perm[PL_MAX_RANK];
+  const PlIdx *pidx[PL_MAX_RANK];
+  int64_t pdims[PL_MAX_RANK];
+  pl_layout_perm (layout, rank, perm);
+  for (int k = 0; k < rank; k++)
+    {
+      pidx[k] = idx[perm[k]];
+      pdims[k] = dims[perm[k]];
+    }
+  return pl_idx_linearize (L->arena, rank, pidx, pdims);
+}
+
+const PlIdx *
+pl_lower_offset_in (PlLower *L, PlLayout layout, const PlValue *v, const PlIdx *const *idx)
+{
+  int64_t dims[PL_MAX_RANK];
+  if (!pl_shape_get_dims (&v->shape, dims))
+    {
+      pl_lower_fail (L, "value '%s' has no static shape", v->name);
+      return NULL;
+    }
+  return layout_offset (L, layout, v->shape.rank, dims, idx);
+}
+
+const PlIdx *
+pl_lower_offset (PlLower *L, const PlValue *v, const PlIdx *const *idx)
+{
+  return pl_lower_offset_in (L, v->layout, v, idx);
 }
 
 int
@@ -345,7 +400,7 @@ add_store (PlLower *L, int slot, PlValue *v)
   if (dims_equal (r, d, L->rank, L->dims))
     {
       s.value = pl_lower_value (L, v, L->coords);
-      s.index = pl_idx_linearize (L->arena, r, L->coords, d);
+      s.index = pl_lower_offset (L, v, L->coords);
     }
   else if (L->rows)
     {
@@ -369,11 +424,11 @@ add_store (PlLower *L, int slot, PlValue *v)
         return pl_lower_fail (L, "output '%s' is neither elements nor rows", v->name) >= 0;
       s.level = PL_LEVEL_ROW;
       s.value = pl_lower_value (L, v, idx);
-      s.index = pl_idx_linearize (L->arena, r, idx, d);
+      s.index = pl_lower_offset (L, v, idx);
     }
   else
     return pl_lower_fail (L, "outputs of different shapes ('%s')", v->name) >= 0;
-  if (s.value < 0)
+  if (s.value < 0 || !s.index)
     return false;
   g_ptr_array_add (L->plan->outputs, v);
   g_array_append_val (L->loop->stores, s);
@@ -534,17 +589,44 @@ mergeable (GPtrArray *xs, const LoopDim *a, const LoopDim *b)
   return true;
 }
 
+/* The order in which D's coordinates are looped, outermost first: D's own,
+ * except for a pointwise kernel whose stores are all in one other layout,
+ * which loops in that layout's order so the innermost loop writes
+ * contiguously (a LayoutTransform's loop then follows its destination). */
 static void
-coalesce (PlLower *L)
+loop_order (PlLower *L, int *order)
+{
+  for (int k = 0; k < L->rank; k++)
+    order[k] = k;
+  PlLoopPlan *lp = L->loop;
+  if (L->rows || lp->stores->len == 0)
+    return;
+  PlLayout layout = ((PlValue *) L->plan->outputs->pdata[0])->layout;
+  for (guint s = 0; s < lp->stores->len; s++)
+    {
+      PlValue *v = L->plan->outputs->pdata[g_array_index (lp->stores, PlStore, s).slot];
+      if (v->layout != layout || v->shape.rank != L->rank)
+        return;
+    }
+  if (layout != PL_LAYOUT_NCHW)
+    pl_layout_perm (layout, L->rank, order);
+}
+
+/* Loops D's coordinates in `order` (loop_order), merging neighbours. */
+static void
+coalesce (PlLower *L, const int *order)
 {
   PlLoopPlan *lp = L->loop;
   LoopDim ld[PL_MAX_RANK];
   int n = 0;
   int map[PL_MAX_RANK];
   for (int pass = 0; pass < 2; pass++)       /* rows first, then the reduced dims */
-    for (int k = 0; k < L->rank; k++)
-      if (L->dims[k] > 1 && L->reduced[k] == (pass == 1))
-        ld[n++] = (LoopDim) { k, L->dims[k], L->reduced[k] };
+    for (int i = 0; i < L->rank; i++)
+      {
+        int k = order[i];
+        if (L->dims[k] > 1 && L->reduced[k] == (pass == 1))
+          ld[n++] = (LoopDim) { k, L->dims[k], L->reduced[k] };
+      }
   for (int k = 0; k < L->rank; k++)
     map[k] = -1;
 
@@ -653,7 +735,9 @@ lower_outputs (PlLower *L, PlValue *const *outputs, int n_out)
       return false;
   if (!analyze (L))
     return false;
-  coalesce (L);
+  int order[PL_MAX_RANK];
+  loop_order (L, order);
+  coalesce (L, order);
   return true;
 }
 
@@ -674,6 +758,46 @@ plan_loop (const char *name, PlNode *const *nodes, int n, PlValue *const *output
     }
   read_hints (p->loop, hints);
   p->flops = loop_flops (p->loop);
+  if (n == 1 && nodes[0]->op == PL_OP_LayoutTransform)
+    p->note = g_strdup_printf ("transpose %s -> %s", pl_layout_name (nodes[0]->inputs[0]->layout),
+                               pl_layout_name (outputs[0]->layout));
+  lower_clear (&L);
+  return p;
+}
+
+PlKernelPlan *
+pl_kernel_plan_relayout (const char *name, PlValue *v, PlLayout from, PlLayout to, GError **error)
+{
+  PlKernelPlan *p = plan_new (PL_PLAN_LOOP, name, NULL, 0);
+  g_free (p->ops);
+  p->ops = g_strdup ("LayoutTransform");
+  p->n_ops = 1;
+  PlLower L;
+  lower_init (&L, p, NULL, 0);
+  int64_t d[PL_MAX_RANK];
+  bool ok = value_dims (v, d) && pl_plan_ctype (v->dtype);
+  if (ok)
+    {
+      set_domain (&L, v->shape.rank, d);
+      PlStore st = { .slot = 0, .level = PL_LEVEL_ELEM };
+      st.value = pl_lower_load (&L, v, pl_lower_offset_in (&L, from, v, L.coords));
+      st.index = pl_lower_offset_in (&L, to, v, L.coords);
+      g_ptr_array_add (p->outputs, v);
+      g_array_append_val (L.loop->stores, st);
+      ok = st.value >= 0 && st.index && analyze (&L);
+    }
+  if (!ok)
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "cannot reorder '%s' from %s to %s%s%s", v->name,
+                   pl_layout_name (from), pl_layout_name (to), L.why ? ": " : "", L.why ? L.why : "");
+      lower_clear (&L);
+      pl_kernel_plan_free (p);
+      return NULL;
+    }
+  int order[PL_MAX_RANK];   /* the destination's order: contiguous stores */
+  pl_layout_perm (to, v->shape.rank, order);
+  coalesce (&L, order);
+  p->note = g_strdup_printf ("transpose '%s' %s -> %s", v->name, pl_layout_name (from), pl_layout_name (to));
   lower_clear (&L);
   return p;
 }
@@ -713,6 +837,19 @@ gemm_operand (GHashTable *members, const PlNode *mm, int side, bool *trans, GHas
       return t->inputs[0];
     }
   return v;
+}
+
+/* A GEMM operand's input slot. BLAS reads row-major: the runtime transposes
+ * an operand in another layout into a buffer of its own for this slot, so
+ * the slot is not shared with the epilogue's loads of the value (they read
+ * its own buffer in its layout). */
+static int
+gemm_slot (PlLower *L, PlValue *v)
+{
+  if (v->layout == PL_LAYOUT_NCHW)
+    return pl_lower_slot (L, v);
+  g_ptr_array_add (L->plan->inputs, v);
+  return (int) L->plan->inputs->len - 1;
 }
 
 static bool
@@ -760,8 +897,8 @@ gemm_desc (PlKernelPlan *p, PlLower *L, const PlNode *mm, GHashTable *absorbed, 
       sb *= db;
       g->batch *= g->batch_dims[k];
     }
-  g->a_slot = pl_lower_slot (L, a);
-  g->b_slot = pl_lower_slot (L, b);
+  g->a_slot = gemm_slot (L, a);
+  g->b_slot = gemm_slot (L, b);
   p->flops = 2 * g->batch * g->M * g->N * g->K;
   g_autofree char *batch = g->batch > 1 ? g_strdup_printf ("%" G_GINT64_FORMAT " x ", g->batch) : g_strdup ("");
   p->note = g_strdup_printf ("gemm %s%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "%s%s", batch,
@@ -846,7 +983,21 @@ conv_desc (PlKernelPlan *p, PlLower *L, const PlNode *conv, char **why)
   c->x_slot = pl_lower_slot (L, conv->inputs[0]);
   c->w_slot = pl_lower_slot (L, conv->inputs[1]);
   p->flops = 2 * c->batch * c->c_out * c->col_cols * c->col_rows;
-  p->note = g_strdup_printf ("conv %dd im2col+gemm, group %" G_GINT64_FORMAT, c->n, c->group);
+  g_autofree char *direct_why = NULL;
+  if (c->impl == PL_CONV_IMPL_DIRECT && !pl_conv_direct_supported (c, &direct_why))
+    c->impl = PL_CONV_IMPL_GEMM;   /* the note says why */
+  GString *note = g_string_new (NULL);
+  g_string_append_printf (note, "conv %s %s", c->impl == PL_CONV_IMPL_DIRECT ? "direct" : "im2col+gemm",
+                          pl_layout_name (c->y_layout));
+  if (c->x_layout != c->y_layout)
+    g_string_append_printf (note, " (X %s)", pl_layout_name (c->x_layout));
+  if (c->n != 2)
+    g_string_append_printf (note, ", %dd", c->n);
+  if (c->group > 1)
+    g_string_append_printf (note, ", group %" G_GINT64_FORMAT, c->group);
+  if (direct_why)
+    g_string_append_printf (note, " (direct: %s)", direct_why);
+  p->note = g_string_free (note, FALSE);
   return true;
 }
 
@@ -892,7 +1043,10 @@ plan_library (const char *name, PlNode *lib, PlNode *const *nodes, int n, PlValu
   if (ok && !epilogue_members (L.members, lib, absorbed, nodes, n, epi))
     ok = (why = g_strdup ("nodes besides the library call and its epilogue")) == NULL;
   bool extra = lib->n_inputs > 2 && lib->inputs[2];   /* Gemm's C, Conv's bias */
-  bool plain = ok && !extra && n_out == 1 && outputs[0] == L.lib_value;
+  /* a GEMM writes row-major: a result stored in another layout goes
+   * through an epilogue that reorders it */
+  bool raw_layout = lib->op == PL_OP_Conv || L.lib_value->layout == PL_LAYOUT_NCHW;
+  bool plain = ok && !extra && n_out == 1 && outputs[0] == L.lib_value && raw_layout;
   if (ok && !plain)
     {
       /* the epilogue: a pointwise loop over the outputs reading the raw result */
@@ -910,11 +1064,9 @@ plan_library (const char *name, PlNode *lib, PlNode *const *nodes, int n, PlValu
         }
       if (ok)
         {
-          /* in place when the result is read only at the element being written */
-          const PlIdx *c[PL_MAX_RANK];
-          for (int k = 0; k < p->loop->rank; k++)
-            c[k] = pl_idx_coord (p->loop->arena, k);
-          const PlIdx *self = pl_idx_linearize (p->loop->arena, p->loop->rank, c, p->loop->dims);
+          /* in place when the result is read only where output 0 is written
+           * (which also says the raw result and output 0 share a layout) */
+          const PlIdx *self = g_array_index (p->loop->stores, PlStore, 0).index;
           p->in_place = !pl_value_is_output (L.lib_value) && outputs[0]->dtype == L.lib_value->dtype;
           for (int o = 0; o < n_out; o++)
             p->in_place &= outputs[o] != L.lib_value;
@@ -971,8 +1123,12 @@ pl_kernel_plan_new (const char *name, PlNode *const *nodes, int n, PlValue *cons
   return plan_loop (name, nodes, n, outputs, n_outputs, hints, error);
 }
 
+/* A view shares its input's memory only when that memory reads the same
+ * for the output: both in the default layout (row-major, so a reshape keeps
+ * the element order), or one layout and one shape. Otherwise it is a copy
+ * loop that reads the input in its layout. */
 static bool
-is_alias_op (const PlNode *node)
+is_view_op (const PlNode *node)
 {
   switch (node->op)
     {
@@ -981,6 +1137,15 @@ is_alias_op (const PlNode *node)
     default:
       return false;
     }
+}
+
+static bool
+is_alias_op (const PlNode *node)
+{
+  if (!is_view_op (node))
+    return false;
+  PlValue *x = node->inputs[0], *y = node->outputs[0];
+  return x->layout == y->layout && (x->layout == PL_LAYOUT_NCHW || pl_shape_equal (&x->shape, &y->shape));
 }
 
 static PlKernelPlan *
@@ -1023,11 +1188,31 @@ pl_kernel_plan_for_node (const char *name, const PlNode *cnode, GError **error)
       g_ptr_array_add (outs, node->outputs[i]);
   g_autoptr (GError) local = NULL;
   PlKernelPlan *p = NULL;
-  if (pl_op_info (node->op)->category != PL_CAT_SHAPE || node->op == PL_OP_Transpose || node->op == PL_OP_Expand)
+  if (pl_op_info (node->op)->category != PL_CAT_SHAPE || node->op == PL_OP_Transpose || node->op == PL_OP_Expand ||
+      is_view_op (node))
     p = pl_kernel_plan_new (name, &node, 1, (PlValue *const *) outs->pdata, (int) outs->len, NULL, &local);
   if (p)
     return p;
   return plan_single (name, node, PL_PLAN_FALLBACK, local ? local->message : "no generated kernel for this op");
+}
+
+int
+pl_plan_transpose_dim (const PlKernelPlan *p)
+{
+  const PlLoopPlan *lp = p->loop;
+  if (p->kind != PL_PLAN_LOOP || lp->reductions->len || lp->stores->len != 1 || lp->rank < 2)
+    return -1;
+  const PlStore *st = &g_array_index (lp->stores, PlStore, 0);
+  const PlInstr *ld = &g_array_index (lp->instrs, PlInstr, st->value);
+  int inner = lp->rank - 1;
+  bool nested;
+  if (ld->op != PL_SOP_LOAD || st->level != PL_LEVEL_ELEM || pl_idx_coord_coef (st->index, inner, &nested) != 1 ||
+      nested || pl_idx_coord_coef (ld->index, inner, &nested) == 1)
+    return -1;
+  for (int j = 0; j < inner; j++)
+    if (pl_idx_coord_coef (ld->index, j, &nested) == 1 && !nested && lp->dims[j] >= 8 && lp->dims[inner] >= 8)
+      return j;
+  return -1;
 }
 
 /* --- dump -------------------------------------------------------------------------- */

@@ -117,7 +117,9 @@ pl_lower_row_axes (const PlNode *node, bool *mask)
 }
 
 /* Whether idx (over a tensor of rank/dims) names the current row: the kept
- * coordinates of D, the reduced ones 0 (keepdims) or dropped. */
+ * coordinates of D, the reduced ones 0 (keepdims) or dropped. These two
+ * compare logical multi-indices (row-major linearized only to compare them
+ * as one expression), so layouts play no part. */
 static bool
 at_row (PlLower *L, int rank, const int64_t *dims, const PlIdx *const *idx)
 {
@@ -665,6 +667,9 @@ lower_node_output (PlLower *L, PlNode *node, int out, PlValue *v, const PlIdx *c
     case PL_OP_Reshape: case PL_OP_Flatten: case PL_OP_Squeeze: case PL_OP_Unsqueeze:
     case PL_OP_Transpose: case PL_OP_Expand: case PL_OP_Identity:
       return lower_view (L, node, v, idx);
+    case PL_OP_LayoutTransform:
+      /* logically the identity; the loads and stores put the layouts in */
+      return pl_lower_value (L, node->inputs[0], idx);
     case PL_OP_Dropout:
       {
         PlTensor *mode = node->n_inputs > 2 && node->inputs[2] ? pl_value_constant (node->inputs[2]) : NULL;
@@ -739,7 +744,7 @@ pl_lower_value (PlLower *L, PlValue *v, const PlIdx *const *idx)
   PlNode *p = v->producer;
   bool member = p && g_hash_table_contains (L->members, p);
   if (!member || (c && p->op == PL_OP_Constant))
-    return pl_lower_load (L, v, pl_idx_linearize (L->arena, v->shape.rank, idx, dims));
+    return pl_lower_load (L, v, pl_lower_offset (L, v, idx));
 
   GString *key = g_string_new (NULL);
   g_string_append_printf (key, "v%u", v->id);
@@ -755,8 +760,10 @@ pl_lower_value (PlLower *L, PlValue *v, const PlIdx *const *idx)
   int r;
   if (p == L->lib_node)
     {
-      /* the library's raw result, plus Gemm's beta * C or Conv's bias */
-      r = pl_lower_load_slot (L, L->plan->lib_slot, v->dtype, pl_idx_linearize (L->arena, v->shape.rank, idx, dims));
+      /* the library's raw result (a conv writes it in its output's layout, a
+       * GEMM row-major), plus Gemm's beta * C or Conv's bias */
+      PlLayout raw = p->op == PL_OP_Conv ? v->layout : PL_LAYOUT_NCHW;
+      r = pl_lower_load_slot (L, L->plan->lib_slot, v->dtype, pl_lower_offset_in (L, raw, v, idx));
       if (p->n_inputs > 2 && p->inputs[2] && r >= 0)
         {
           int extra;

@@ -21,8 +21,10 @@ typedef struct {
   PlDType    dtype;
   int        rank;
   int64_t    dims[PL_MAX_RANK];
+  PlLayout   layout;        /* how the elements lie in memory (layout.h); aliases share their source's */
   int64_t    bytes;
   PlTensor  *constant;      /* CONST */
+  bool       owned;         /* CONST made by the runtime (packed weights): unref'ed with the executable */
   int        input_index;   /* INPUT */
   int        alias_of;      /* ALIAS */
   int        first, last;   /* the steps that make it and read it last (roots: over all aliases) */
@@ -44,6 +46,11 @@ typedef struct {
   const PlNode   *node;        /* the node it runs (a body node when its fusion was split) */
   PlCpuKernelFn   fn;
   PlCpuIm2colFn   im2col;
+  PlCpuConvDirectFn direct;    /* CONV, impl DIRECT, on the cpu */
+  int64_t         tile[3];     /* its tile (the attribute, else the pebble rule's) */
+  int             pack;        /* CONV: PACK_* — the weights the kernel reads are repacked */
+  int             pack_src;    /* weights that are not constants: repacked every run from this buffer */
+  int             pack_buf;    /*   into this one (-1: constants, packed once when building) */
   gpointer        cu_fn[2];    /* cuda: loop kernel, convolution */
   PlCudaLaunch    launch[2];
   char           *source;      /* the generated code of this step */
@@ -52,6 +59,7 @@ typedef struct {
 } Step;
 
 enum { COPY_NONE, COPY_OUT, COPY_IN };
+enum { PACK_NONE, PACK_GEMM_NHWC, PACK_DIRECT };
 enum { CONVERT_NONE, CONVERT_F16, CONVERT_F32 };
 
 typedef struct {
@@ -96,6 +104,11 @@ struct _PlExecutable {
   guint64           cu_arena;
 };
 
+/* runtime-run.c: a host copy of a tensor of dtype/rank/dims from one layout to another */
+void       pl_runtime_relayout      (PlDType dtype, int rank, const int64_t *dims, PlLayout from, PlLayout to,
+                                     const void *src, void *dst);
+/* runtime.c: the weights of a CONV step in the order its kernel reads them */
+void       pl_runtime_pack_weights  (const Step *st, const void *w_oihw, void *packed);
 /* runtime-run.c */
 PlTensor **pl_runtime_run_reference (PlExecutable *e, PlTensor *const *inputs, int repeat, PlRunReport **report,
                                      GError **error);

@@ -16,6 +16,9 @@
  * schedule, which the swap pass chose (PREFETCH edge). Copy and wait times
  * are events: copy start/end on the copy stream, and around each wait on
  * the compute stream.
+ *
+ * Fallbacks and the caller see logical tensors: a buffer in another layout
+ * (layout.h) is reordered on the host on its way to and from them.
  */
 #define G_LOG_DOMAIN "passlab"
 #include "runtime-private.h"
@@ -115,27 +118,74 @@ dev_ptr (PlExecutable *e, int b)
   return r->kind == BUF_CONST ? r->device : e->cu_arena + (guint64) r->offset;
 }
 
-/* A host tensor with buffer b's type and shape and contents. */
+/* --- layouts on the host --------------------------------------------------------------- */
+
+/* Copies elements of `size` bytes with the offsets of both layouts: an
+ * odometer over the logical index, innermost dim fastest. */
+static void
+relayout (size_t size, int rank, const int64_t *dims, const int64_t *fs, const int64_t *ts, const char *src, char *dst)
+{
+  int64_t idx[PL_MAX_RANK] = { 0 }, n = 1;
+  for (int k = 0; k < rank; k++)
+    n *= dims[k];
+  int64_t fo = 0, to = 0;
+  for (int64_t i = 0; i < n; i++)
+    {
+      memcpy (dst + to * (int64_t) size, src + fo * (int64_t) size, size);
+      for (int k = rank - 1; k >= 0; k--)
+        {
+          fo += fs[k];
+          to += ts[k];
+          if (++idx[k] < dims[k])
+            break;
+          fo -= fs[k] * dims[k];
+          to -= ts[k] * dims[k];
+          idx[k] = 0;
+        }
+    }
+}
+
+void
+pl_runtime_relayout (PlDType dtype, int rank, const int64_t *dims, PlLayout from, PlLayout to, const void *src,
+                     void *dst)
+{
+  int64_t fs[PL_MAX_RANK], ts[PL_MAX_RANK];
+  pl_layout_strides (from, rank, dims, fs);
+  pl_layout_strides (to, rank, dims, ts);
+  relayout (pl_dtype_size (dtype), rank, dims, fs, ts, src, dst);
+}
+
+/* A host tensor with buffer b's type and shape and contents, in logical
+ * (row-major) order whatever the buffer's layout: what the reference
+ * implementations and the caller read. */
 static PlTensor *
 buffer_tensor (PlExecutable *e, int b, PlTensor *const *inputs G_GNUC_UNUSED, GError **error)
 {
   Buffer *x = buf (e, b);
   Buffer *r = buf (e, root_of (e, b));
-  if (r->kind == BUF_CONST && x->rank == r->constant->rank && x->dtype == r->constant->dtype)
+  if (r->kind == BUF_CONST && !r->owned && x->rank == r->constant->rank && x->dtype == r->constant->dtype)
     return pl_tensor_ref (r->constant);
   PlTensor *t = pl_tensor_new (x->dtype, x->rank, x->dims, error);
   if (!t)
     return NULL;
-  if (on_host (e, b))
-    memcpy (t->data, host_ptr (e, b, NULL), pl_tensor_nbytes (t));
-  else if (!pl_cuda_download (e->cuda, t->data, dev_ptr (e, b), pl_tensor_nbytes (t), error))
+  size_t n = pl_tensor_nbytes (t);
+  g_autofree void *phys = x->layout != PL_LAYOUT_NCHW ? g_malloc (n) : NULL;
+  void *dst = phys ? phys : t->data;
+  if (r->kind == BUF_CONST)
+    memcpy (dst, r->constant->data, n);
+  else if (on_host (e, b))
+    memcpy (dst, host_ptr (e, b, NULL), n);
+  else if (!pl_cuda_download (e->cuda, dst, dev_ptr (e, b), n, error))
     {
       pl_tensor_unref (t);
       return NULL;
     }
+  if (phys)
+    pl_runtime_relayout (x->dtype, x->rank, x->dims, x->layout, PL_LAYOUT_NCHW, phys, t->data);
   return t;
 }
 
+/* t (logical order) into buffer b, in b's layout. */
 static bool
 store_tensor (PlExecutable *e, int b, const PlTensor *t, GError **error)
 {
@@ -145,12 +195,17 @@ store_tensor (PlExecutable *e, int b, const PlTensor *t, GError **error)
       g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "a fallback produced the wrong type for '%s'", x->name);
       return false;
     }
+  size_t n = pl_tensor_nbytes (t);
+  g_autofree void *phys = x->layout != PL_LAYOUT_NCHW ? g_malloc (n) : NULL;
+  if (phys)
+    pl_runtime_relayout (x->dtype, x->rank, x->dims, PL_LAYOUT_NCHW, x->layout, t->data, phys);
+  const void *src = phys ? phys : t->data;
   if (on_host (e, b))
     {
-      memcpy (host_ptr (e, b, NULL), t->data, pl_tensor_nbytes (t));
+      memcpy (host_ptr (e, b, NULL), src, n);
       return true;
     }
-  return pl_cuda_upload (e->cuda, dev_ptr (e, b), t->data, pl_tensor_nbytes (t), error);
+  return pl_cuda_upload (e->cuda, dev_ptr (e, b), src, n, error);
 }
 
 /* The op's reference implementation on host copies of its inputs. */
@@ -199,9 +254,13 @@ exec_cpu (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
   PlKernelPlan *p = st->plan;
   if (st->copy)
     {
-      /* a swap copy: arena <-> host pool, synchronous */
-      memcpy (host_ptr (e, st->out_bufs[0], inputs), host_ptr (e, st->in_bufs[0], inputs),
-              (size_t) buf (e, st->out_bufs[0])->bytes);
+      /* a swap copy: arena <-> host pool, synchronous (reordered if the two values' layouts differ) */
+      Buffer *src = buf (e, st->in_bufs[0]), *dst = buf (e, st->out_bufs[0]);
+      if (src->layout != dst->layout)
+        pl_runtime_relayout (dst->dtype, dst->rank, dst->dims, src->layout, dst->layout,
+                             host_ptr (e, st->in_bufs[0], inputs), host_ptr (e, st->out_bufs[0], inputs));
+      else
+        memcpy (host_ptr (e, st->out_bufs[0], inputs), host_ptr (e, st->in_bufs[0], inputs), (size_t) dst->bytes);
       return true;
     }
   if (st->convert)
@@ -237,8 +296,12 @@ exec_cpu (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
   if (p->kind == PL_PLAN_GEMM || p->kind == PL_PLAN_CONV)
     {
       void *target = !p->loop || p->in_place ? args[n_in] : host_ptr (e, st->lib_buf, inputs);
+      if (st->pack_buf >= 0)   /* weights that are not constants: packed every run */
+        pl_runtime_pack_weights (st, host_ptr (e, st->pack_src, inputs), args[p->conv.w_slot]);
       if (p->kind == PL_PLAN_GEMM)
         pl_cpu_gemm (&p->gemm, args[p->gemm.a_slot], args[p->gemm.b_slot], target);
+      else if (st->direct)
+        st->direct (args[p->conv.x_slot], args[p->conv.w_slot], target, st->tile[0], st->tile[1], st->tile[2]);
       else
         pl_cpu_conv (&p->conv, args[p->conv.x_slot], args[p->conv.w_slot], target,
                      st->col_buf >= 0 ? host_ptr (e, st->col_buf, inputs) : NULL, st->im2col);
@@ -251,6 +314,19 @@ exec_cpu (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
 }
 
 /* --- one step on the gpu --------------------------------------------------------------- */
+
+/* Weights that are not constants, packed for the direct conv through the
+ * host (they are small; constants were packed once when building). */
+static bool
+pack_on_host (PlExecutable *e, Step *st, GError **error)
+{
+  Buffer *src = buf (e, st->pack_src), *dst = buf (e, st->pack_buf);
+  g_autofree void *w = g_malloc (MAX (src->bytes, 1)), *packed = g_malloc (MAX (dst->bytes, 1));
+  if (!pl_cuda_download (e->cuda, w, dev_ptr (e, st->pack_src), (size_t) src->bytes, error))
+    return false;
+  pl_runtime_pack_weights (st, w, packed);
+  return pl_cuda_upload (e->cuda, dev_ptr (e, st->pack_buf), packed, (size_t) dst->bytes, error);
+}
 
 static bool
 exec_cuda (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
@@ -273,6 +349,8 @@ exec_cuda (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
   if (p->kind == PL_PLAN_GEMM || p->kind == PL_PLAN_CONV)
     {
       guint64 target = !p->loop || p->in_place ? ptr[n_in] : dev_ptr (e, st->lib_buf);
+      if (st->pack_buf >= 0 && !pack_on_host (e, st, error))
+        return false;
       if (p->kind == PL_PLAN_GEMM)
         {
           if (!pl_cuda_gemm (e->cuda, &p->gemm, ptr[p->gemm.a_slot], ptr[p->gemm.b_slot], target, error))
@@ -406,8 +484,8 @@ make_report (PlExecutable *e, int runs, const double *dur, const double *start, 
   r->workspace_bytes = e->workspace_bytes;
   r->device_budget = e->device_budget;
   for (guint i = 0; i < e->bufs->len; i++)
-    if (buf (e, (int) i)->kind == BUF_CONST)
-      r->param_bytes += buf (e, (int) i)->bytes;
+    if (buf (e, (int) i)->kind == BUF_CONST && buf (e, (int) i)->last >= 0)
+      r->param_bytes += buf (e, (int) i)->bytes;   /* what the kernels read (packed weights, not their source) */
   return r;
 }
 
@@ -421,7 +499,13 @@ upload_inputs (PlExecutable *e, PlTensor *const *inputs, GError **error)
       Buffer *b = buf (e, (int) i);
       if (b->kind != BUF_INPUT || b->offset < 0)
         continue;
-      if (e->backend == PL_BACKEND_CPU)
+      if (b->layout != PL_LAYOUT_NCHW)
+        {
+          /* graph inputs are logical; a kernel reads this one in its layout */
+          if (!store_tensor (e, (int) i, inputs[b->input_index], error))
+            return false;
+        }
+      else if (e->backend == PL_BACKEND_CPU)
         memcpy ((char *) e->arena + b->offset, inputs[b->input_index]->data, (size_t) b->bytes);
       else if (!pl_cuda_upload (e->cuda, e->cu_arena + (guint64) b->offset, inputs[b->input_index]->data,
                                 (size_t) b->bytes, error))

@@ -21,10 +21,23 @@
  * its body node by node — one kernel-table row with several launches, kind
  * "split", never hidden. A single op that cannot be generated runs its
  * reference implementation on host tensors, marked fallback.
+ *
+ * Layouts (layout.h; DESIGN.md §1.4). A buffer holds its value in the
+ * value's layout. Generated loops read and write every layout (their
+ * indices go through the layouts' strides), so a LayoutTransform is a
+ * kernel like any other. What is not layout-aware is fed right here: a
+ * view of a value in another layout is a copy loop (the planner makes it
+ * one), a GEMM operand in another layout goes through a transpose step
+ * first (a launch of the GEMM's row), and a fallback gets logical host
+ * tensors and writes its outputs back in their layouts (runtime-run.c).
+ * A CONV step reads its weights in the order its kernel wants them: packed
+ * once here when they are constants, every run when they are not.
  */
 #define G_LOG_DOMAIN "passlab"
 #include "runtime-private.h"
 
+#include "conv-direct.h"
+#include "kernel-plan-private.h"
 #include "cost.h"
 #include "schedule.h"
 
@@ -106,8 +119,9 @@ root_of (PlExecutable *e, int b)
   return b;
 }
 
+/* A buffer for v (its dtype, shape and layout) that does not become v's. */
 static int
-add_buffer (PlExecutable *e, BufKind kind, const PlValue *v, GError **error)
+new_buffer (PlExecutable *e, BufKind kind, const PlValue *v, GError **error)
 {
   Buffer b = { .kind = kind, .input_index = -1, .alias_of = -1, .first = -1, .last = -1, .offset = -1,
                .host_offset = -1 };
@@ -124,14 +138,34 @@ add_buffer (PlExecutable *e, BufKind kind, const PlValue *v, GError **error)
         }
       b.dtype = v->dtype;
       b.rank = v->shape.rank;
+      b.layout = v->layout;
       b.bytes = pl_shape_numel (&v->shape) * (int64_t) pl_dtype_size (v->dtype);
       b.name = v->name;
     }
   g_array_append_val (e->bufs, b);
-  int i = (int) e->bufs->len - 1;
-  if (v)
+  return (int) e->bufs->len - 1;
+}
+
+/* The buffer of v (v's from now on). */
+static int
+add_buffer (PlExecutable *e, BufKind kind, const PlValue *v, GError **error)
+{
+  int i = new_buffer (e, kind, v, error);
+  if (i >= 0 && v)
     g_hash_table_insert (e->buf_of, (gpointer) v, GINT_TO_POINTER (i + 1));
   return i;
+}
+
+/* A constant the runtime made (its data in t, taken). */
+static int
+owned_constant (PlExecutable *e, PlTensor *t, const char *name)
+{
+  Buffer b = { .kind = BUF_CONST, .dtype = t->dtype, .rank = t->rank, .bytes = (int64_t) pl_tensor_nbytes (t),
+               .constant = t, .owned = true, .input_index = -1, .alias_of = -1, .first = -1, .last = -1,
+               .offset = -1, .host_offset = -1, .name = name };
+  memcpy (b.dims, t->dims, sizeof (int64_t) * t->rank);
+  g_array_append_val (e->bufs, b);
+  return (int) e->bufs->len - 1;
 }
 
 static int
@@ -159,6 +193,13 @@ buffer_of (PlExecutable *e, const PlValue *v, GError **error)
         {
           buf (e, b)->constant = c;
           buf (e, b)->bytes = (int64_t) pl_tensor_nbytes (c);
+          if (v->layout != PL_LAYOUT_NCHW && c->rank == 4)
+            {
+              /* constants are stored in the default layout; kernels read this one in its own */
+              buf (e, b)->constant = pl_tensor_new (c->dtype, c->rank, c->dims, NULL);
+              buf (e, b)->owned = true;
+              pl_runtime_relayout (c->dtype, c->rank, c->dims, PL_LAYOUT_NCHW, v->layout, c->data, buf (e, b)->constant->data);
+            }
         }
       return b;
     }
@@ -178,13 +219,108 @@ c_name (int index, const char *name)
   return g_string_free (s, FALSE);
 }
 
+static Step
+step_new (PlKernelPlan *plan, int entry, const PlNode *node)
+{
+  Step st = { .plan = plan, .entry = entry, .node = node, .lib_buf = -1, .col_buf = -1, .scratch_buf = -1,
+              .pack_src = -1, .pack_buf = -1 };
+  st.in_bufs = g_new0 (int, plan->inputs->len + 1);
+  st.out_bufs = g_new0 (int, plan->outputs->len + 1);
+  return st;
+}
+
+/* Input slot `slot` of st (a GEMM operand: BLAS reads row-major) in the
+ * default layout: when its buffer holds another, a transpose step into a
+ * buffer of its own goes first. */
+static bool
+read_default_layout (PlExecutable *e, Step *st, int slot, GError **error)
+{
+  int src = st->in_bufs[slot];
+  PlLayout from = buf (e, src)->layout;
+  if (from == PL_LAYOUT_NCHW)
+    return true;
+  PlValue *v = st->plan->inputs->pdata[slot];
+  g_autofree char *name = c_name ((int) e->plans->len, "relayout");
+  PlKernelPlan *t = pl_kernel_plan_relayout (name, v, from, PL_LAYOUT_NCHW, error);
+  if (!t)
+    return false;
+  g_ptr_array_add (e->plans, t);
+  Step ts = step_new (t, st->entry, st->node);
+  ts.in_bufs[0] = src;
+  if ((ts.out_bufs[0] = new_buffer (e, BUF_TEMP, v, error)) < 0)
+    return false;
+  buf (e, ts.out_bufs[0])->layout = PL_LAYOUT_NCHW;
+  g_array_append_val (e->steps, ts);
+  st->in_bufs[slot] = ts.out_bufs[0];
+  return true;
+}
+
+void
+pl_runtime_pack_weights (const Step *st, const void *w_oihw, void *packed)
+{
+  if (st->pack == PACK_DIRECT)
+    pl_conv_direct_pack (&st->plan->conv, w_oihw, packed);
+  else
+    pl_cpu_conv_pack (&st->plan->conv, w_oihw, packed);
+}
+
+/* A CONV step's workspace and weights: the im2col matrix (cpu GEMM), the
+ * direct kernel's tile (cpu), and the weights in the order the kernel reads
+ * them — packed once here when they are constants, else every run. */
+static bool
+prepare_conv (PlExecutable *e, Step *st, GError **error)
+{
+  PlKernelPlan *p = st->plan;
+  PlConvDesc *c = &p->conv;
+  bool cpu = e->backend == PL_BACKEND_CPU;
+  int64_t es = (int64_t) pl_dtype_size (c->dtype), packed = 0;
+  if (c->impl == PL_CONV_IMPL_DIRECT)
+    {
+      st->pack = PACK_DIRECT;
+      packed = pl_conv_direct_packed_size (c);
+      if (cpu)
+        {
+          if (c->tile[0] > 0 && c->tile[1] > 0 && c->tile[2] > 0)
+            memcpy (st->tile, c->tile, sizeof st->tile);
+          else
+            pl_conv_pebble_tile (c, pl_cpu_fast_memory_bytes (), e->threads > 0 ? e->threads : pl_cpu_parallel_units (),
+                                 st->tile);
+          char *note = g_strdup_printf ("%s tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, p->note,
+                                        st->tile[0], st->tile[1], st->tile[2]);
+          g_free (p->note);
+          p->note = note;
+        }
+    }
+  else if (cpu && pl_cpu_conv_packs_weights (c))
+    {
+      st->pack = PACK_GEMM_NHWC;
+      packed = c->c_out * c->col_rows;
+    }
+  if (cpu && c->impl == PL_CONV_IMPL_GEMM && pl_cpu_conv_col_elems (c) > 0)
+    st->col_buf = scratch_buffer (e, pl_cpu_conv_col_elems (c) * es, "im2col");
+  if (st->pack == PACK_NONE)
+    return true;
+  int w = st->in_bufs[c->w_slot];
+  Buffer *wb = buf (e, root_of (e, w));
+  if (wb->kind == BUF_CONST)
+    {
+      PlTensor *t = pl_tensor_new (c->dtype, 1, &packed, error);
+      if (!t)
+        return false;
+      pl_runtime_pack_weights (st, wb->constant->data, t->data);
+      st->in_bufs[c->w_slot] = owned_constant (e, t, "packed weights");
+      return true;
+    }
+  st->pack_src = w;
+  st->pack_buf = st->in_bufs[c->w_slot] = scratch_buffer (e, packed * es, "packed weights");
+  return true;
+}
+
 static bool
 add_step (PlExecutable *e, PlKernelPlan *plan, int entry, const PlNode *node, GError **error)
 {
   g_ptr_array_add (e->plans, plan);
-  Step st = { .plan = plan, .entry = entry, .node = node, .lib_buf = -1, .col_buf = -1, .scratch_buf = -1 };
-  st.in_bufs = g_new0 (int, plan->inputs->len + 1);
-  st.out_bufs = g_new0 (int, plan->outputs->len + 1);
+  Step st = step_new (plan, entry, node);
   for (guint k = 0; k < plan->inputs->len; k++)
     {
       PlValue *v = plan->inputs->pdata[k];
@@ -216,9 +352,11 @@ add_step (PlExecutable *e, PlKernelPlan *plan, int entry, const PlNode *node, GE
         if (plan->outputs->pdata[k] == plan->inputs->pdata[plan->lib_slot])
           g_hash_table_insert (e->buf_of, plan->outputs->pdata[k], GINT_TO_POINTER (st.out_bufs[k] + 1));
     }
-  if (plan->kind == PL_PLAN_CONV && e->backend == PL_BACKEND_CPU && !pl_conv_is_pointwise (&plan->conv))
-    st.col_buf = scratch_buffer (e, plan->conv.col_rows * plan->conv.col_cols * (int64_t) pl_dtype_size (plan->conv.dtype),
-                                 "im2col");
+  if (plan->kind == PL_PLAN_GEMM && (!read_default_layout (e, &st, plan->gemm.a_slot, error) ||
+                                     !read_default_layout (e, &st, plan->gemm.b_slot, error)))
+    return false;
+  if (plan->kind == PL_PLAN_CONV && !prepare_conv (e, &st, error))
+    return false;
   g_array_append_val (e->steps, st);
   return true;
 }
@@ -247,7 +385,8 @@ finish_entry (PlExecutable *e, int entry)
 {
   Entry *en = &g_array_index (e->entries, Entry, entry);
   en->n_steps = (int) e->steps->len - en->first_step;
-  GString *ops = g_string_new (NULL);
+  GString *ops = g_string_new (NULL), *notes = g_string_new (NULL);
+  bool split = en->note != NULL;   /* a split fusion's note says so already */
   for (int s = en->first_step; s < en->first_step + en->n_steps; s++)
     {
       Step *st = step_at (e, s);
@@ -260,10 +399,16 @@ finish_entry (PlExecutable *e, int entry)
         en->fallback = true;
       if (p->kind == PL_PLAN_GEMM || p->kind == PL_PLAN_CONV)
         en->library = true;
-      if (en->n_steps == 1 && p->note && !en->note)
-        en->note = g_strdup_printf ("%s%s", p->kind == PL_PLAN_FALLBACK ? "fallback: " : "", p->note);
+      if (p->note && !split)
+        g_string_append_printf (notes, "%s%s%s", notes->len ? "; " : "", p->kind == PL_PLAN_FALLBACK ? "fallback: " : "",
+                                p->note);
     }
   en->ops = g_string_free (ops, FALSE);
+  /* one kernel's note; a GEMM's transposes of its operands first */
+  if (!split && notes->len)
+    en->note = g_string_free (g_steal_pointer (&notes), FALSE);
+  if (notes)
+    g_string_free (notes, TRUE);
   if (en->fallback && en->n_steps == 1)
     {
       g_free (en->kind);
@@ -468,7 +613,19 @@ build_node (PlExecutable *e, PlNode *node, GError **error)
   bool ok = p ? add_step (e, p, entry, node, error) : split_fusion (e, node, entry, local->message, error);
   finish_entry (e, entry);
   if (ok && p && !node->body && (node->op == PL_OP_SwapOut || node->op == PL_OP_SwapIn))
-    mark_copy (e, entry, node->op == PL_OP_SwapOut ? COPY_OUT : COPY_IN);
+    {
+      mark_copy (e, entry, node->op == PL_OP_SwapOut ? COPY_OUT : COPY_IN);
+      Step *st = step_at (e, g_array_index (e->entries, Entry, entry).first_step);
+      PlLayout from = buf (e, st->in_bufs[0])->layout, to = buf (e, st->out_bufs[0])->layout;
+      if (from != to && e->backend == PL_BACKEND_CUDA)
+        {
+          /* the cpu reorders while it copies; an asynchronous device copy cannot */
+          g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "%s copies '%s' stored %s into '%s' declared %s: "
+                       "a swap copy keeps the layout (give its output the input's)", node->name, node->inputs[0]->name,
+                       pl_layout_name (from), node->outputs[0]->name, pl_layout_name (to));
+          return false;
+        }
+    }
   if (ok && p && p->kind == PL_PLAN_FALLBACK && e->backend == PL_BACKEND_CPU && !node->body &&
       (node->op == PL_OP_CompressFp16 || node->op == PL_OP_DecompressFp16))
     {
@@ -544,13 +701,16 @@ plan_memory (PlExecutable *e)
   for (int s = 0; s < n_steps; s++)
     {
       Step *st = step_at (e, s);
-      int extra[3] = { st->lib_buf, st->col_buf, st->scratch_buf };
-      for (guint k = 0; k < st->plan->inputs->len; k++)
-        if (st->in_bufs[k] >= 0)
-          {
-            Buffer *r = buf (e, root_of (e, st->in_bufs[k]));
-            r->last = MAX (r->last, s);
-          }
+      int extra[4] = { st->lib_buf, st->col_buf, st->scratch_buf, st->pack_buf };
+      for (guint k = 0; k < st->plan->inputs->len + 1; k++)
+        {
+          int b = k < st->plan->inputs->len ? st->in_bufs[k] : st->pack_src;
+          if (b >= 0)
+            {
+              Buffer *r = buf (e, root_of (e, b));
+              r->last = MAX (r->last, s);
+            }
+        }
       for (guint k = 0; k < st->plan->outputs->len; k++)
         if (st->out_bufs[k] >= 0)
           {
@@ -560,7 +720,7 @@ plan_memory (PlExecutable *e)
             r->last = MAX (r->last, s);
           }
       int64_t ws = 0;
-      for (int k = 0; k < 3; k++)
+      for (int k = 0; k < 4; k++)
         if (extra[k] >= 0)
           {
             buf (e, extra[k])->first = buf (e, extra[k])->last = s;
@@ -687,12 +847,16 @@ compile_cpu (PlExecutable *e, GError **error)
       PlKernelPlan *p = st->plan;
       if (p->loop)
         st->fn = (PlCpuKernelFn) pl_cpu_module_symbol (e->cpu, p->name);
+      bool direct = p->kind == PL_PLAN_CONV && p->conv.impl == PL_CONV_IMPL_DIRECT;
       if (p->kind == PL_PLAN_CONV)
         {
-          g_autofree char *im = g_strdup_printf ("%s_im2col", p->name);
-          st->im2col = (PlCpuIm2colFn) pl_cpu_module_symbol (e->cpu, im);
+          g_autofree char *sym = g_strdup_printf ("%s_%s", p->name, direct ? "direct" : "im2col");
+          if (direct)
+            st->direct = (PlCpuConvDirectFn) pl_cpu_module_symbol (e->cpu, sym);
+          else
+            st->im2col = (PlCpuIm2colFn) pl_cpu_module_symbol (e->cpu, sym);
         }
-      if ((p->loop && !st->fn) || (p->kind == PL_PLAN_CONV && !st->im2col))
+      if ((p->loop && !st->fn) || (p->kind == PL_PLAN_CONV && !st->im2col && !st->direct))
         {
           g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "%s: kernel %s missing", pl_cpu_module_path (e->cpu), p->name);
           return false;
@@ -757,8 +921,8 @@ upload_cuda (PlExecutable *e, GError **error)
   for (guint i = 0; i < e->bufs->len; i++)
     {
       Buffer *b = buf (e, (int) i);
-      if (b->kind != BUF_CONST)
-        continue;
+      if (b->kind != BUF_CONST || b->last < 0)
+        continue;   /* not a constant, or one no kernel reads (weights read only packed) */
       if (!(b->device = pl_cuda_alloc (e->cuda, MAX (b->bytes, 1), error)) ||
           !pl_cuda_upload (e->cuda, b->device, b->constant->data, (size_t) b->bytes, error))
         return false;
@@ -897,6 +1061,9 @@ pl_executable_free (PlExecutable *e)
       g_free (en->kind);
       g_free (en->note);
     }
+  for (guint i = 0; i < e->bufs->len; i++)
+    if (buf (e, (int) i)->owned)
+      pl_tensor_unref (buf (e, (int) i)->constant);
   if (e->cuda)
     {
       for (guint i = 0; i < e->bufs->len; i++)

@@ -31,8 +31,21 @@ typedef struct {
   GArray  *pruned;
   int64_t  best_full_tile[3], best_pruned_tile[3];
   double   best_full_ms, best_pruned_ms;
+  double   gflop;          /* the conv's work in GFLOP (2 per multiply-add) */
+  double   fast_mem_s, reuse_r;   /* the pebble rule's S (elements per unit) and R */
+  char    *verified;       /* how the output was checked ("4096 sampled outputs") */
 } PlTuneResult;
 
+typedef struct {
+  int64_t tile[3];     /* x, y, z */
+} PlTuneTile;
+
+/* The two spaces of the Conv node in layout (GArrays of PlTuneTile, sorted
+ * by x, y, z; free with g_array_unref) and the pebble rule's tile, for
+ * this machine's fast memory and cores. The pruned space is a subset of
+ * the full one and holds the pebble tile. */
+bool          pl_tune_spaces     (const PlNode *conv, PlLayout layout, GArray **full, GArray **pruned,
+                                  int64_t pebble_tile[3], GError **error);
 /* Tunes the Conv node `conv` (static shapes) in layout, on the CPU. */
 PlTuneResult *pl_tune_conv       (const PlNode *conv, PlLayout layout, const PlTuneOptions *opts, GError **error);
 void          pl_tune_result_free (PlTuneResult *r);

@@ -289,5 +289,28 @@ if ! ls /dev/nvidia0 >/dev/null 2>&1; then
   check "exec --backend cuda without a GPU fails cleanly" eval 'status_is 1 && err_has "not available"'
 fi
 
+# --- tune: the direct conv's tile, full vs pebble-pruned search -------------------------
+RB="$SRC/data/graphs/resnet_block.graph"
+run tune "$RB" --node conv1 --layout NHWC --trials 3 --repeat 1 --cache-dir "$TMP/kc" --json "$TMP/tune.json"
+check "tune a conv: pebble tile, both searches, JSON" eval 'status_is 0 && out_has "pebble tile" && out_has "pruned reached" && grep -q "\"pruned_space\":" "$TMP/tune.json"'
+run tune "$RB" --node bn1
+check "tune names a node that is not a Conv" eval 'fails_cleanly && err_has "not a Conv"'
+run tune "$RB" --node no_such_node
+check "tune names a missing node" eval 'fails_cleanly && err_has "no node named"'
+run tune "$RB" --layout NWHC
+check "tune rejects an unknown layout" eval 'fails_cleanly && err_has "unknown layout"'
+run tune "$SRC/data/graphs/layer_norm.graph"
+check "tune a graph without a Conv" eval 'fails_cleanly && err_has "no Conv"'
+cat > "$TMP/dynamic_conv.graph" <<'EOF'
+graph dynamic_conv opset 17 {
+  input x: f32[N, 8, 14, 14]
+  const w: f32[16, 8, 3, 3] = random(seed=1, lo=-1, hi=1)
+  y = Conv(x, w) {pads=[1, 1, 1, 1]}
+  output y
+}
+EOF
+run tune "$TMP/dynamic_conv.graph" --all
+check "tune a conv with dynamic shapes fails cleanly" eval 'fails_cleanly && err_has "static shapes"'
+
 echo "1..$n"
 [ "$failures" -eq 0 ]

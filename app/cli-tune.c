@@ -1,0 +1,144 @@
+/* cli-tune.c — `passlab-cli tune`: tunes the tile of the generated direct
+ * convolution (seed 003; kernels/tune.h) for each Conv of a graph in one
+ * layout, the full space of tiles against the space the red-blue pebble
+ * rule prunes it to, and shows how the two searches converge. */
+#define G_LOG_DOMAIN "passlab"
+
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "tune.h"
+
+/* Best so far of each search after 1, 2, 4, ... trials and after its last. */
+static void
+print_convergence (const PlTuneResult *r)
+{
+  const guint nf = r->full->len, np = r->pruned->len, n = MAX (nf, np);
+  printf ("  %8s  %16s  %16s\n", "trials", "full best ms", "pruned best ms");
+  for (guint t = 1; t <= n; t++)
+    {
+      if ((t & (t - 1)) != 0 && t != nf && t != np)
+        continue;
+      char full[32] = "", pruned[32] = "";
+      if (t <= nf)
+        g_snprintf (full, sizeof full, "%.4f", g_array_index (r->full, PlTuneTrial, t - 1).best_ms);
+      if (t <= np)
+        g_snprintf (pruned, sizeof pruned, "%.4f", g_array_index (r->pruned, PlTuneTrial, t - 1).best_ms);
+      printf ("  %8u  %16s  %16s\n", t, full, pruned);
+    }
+}
+
+/* The first trial (1-based) whose best so far is at most ms. */
+static guint
+trials_to (const GArray *trials, double ms)
+{
+  for (guint i = 0; i < trials->len; i++)
+    if (g_array_index (trials, PlTuneTrial, i).best_ms <= ms)
+      return i + 1;
+  return trials->len;
+}
+
+static void
+print_best (const char *what, const int64_t t[3], double ms, double gflop)
+{
+  printf ("  %-12s %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "  %.4f ms  %.1f GFLOP/s\n", what,
+          t[0], t[1], t[2], ms, ms > 0 ? gflop / ms * 1e3 : 0.0);
+}
+
+static void
+print_result (const PlTuneResult *r)
+{
+  printf ("%s: %s in %s, %.3f GFLOP\n", r->conv, r->shape, pl_layout_name (r->layout), r->gflop);
+  printf ("  pebble tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
+          " (x y z: xy = R z, xyz = S with R = %.3g, S = %.0f elements per core)\n",
+          r->pebble_tile[0], r->pebble_tile[1], r->pebble_tile[2], r->reuse_r, r->fast_mem_s);
+  printf ("  space: full %d tiles, pruned %d (%.1f%%); output checked at %s\n", r->full_space, r->pruned_space,
+          100.0 * r->pruned_space / MAX (r->full_space, 1), r->verified);
+  print_convergence (r);
+  print_best ("full best", r->best_full_tile, r->best_full_ms, r->gflop);
+  print_best ("pruned best", r->best_pruned_tile, r->best_pruned_ms, r->gflop);
+  const double pct = 100.0 * r->best_full_ms / r->best_pruned_ms;
+  const guint np = r->pruned->len, nf = r->full->len;
+  const guint when = pct >= 100 ? trials_to (r->pruned, r->best_full_ms) : trials_to (r->pruned, r->best_pruned_ms);
+  printf ("  pruned reached %.0f%% of full best in %u of %u trials (full found its best in %u of %u)\n\n",
+          MIN (pct, 100.0), when, np, trials_to (r->full, r->best_full_ms), nf);
+}
+
+int
+pl_cli_tune (int argc, char **argv)
+{
+  g_autofree char *node_name = NULL, *layout_name = NULL, *json = NULL, *cache_dir = NULL;
+  gboolean all = FALSE;
+  int trials = 32, repeat = 3;
+  gint64 seed = 1;
+  const GOptionEntry entries[] = {
+    { "node", 'n', 0, G_OPTION_ARG_STRING, &node_name, "Tune this Conv node", "NAME" },
+    { "all", 'a', 0, G_OPTION_ARG_NONE, &all, "Tune every Conv (the default)", NULL },
+    { "layout", 'l', 0, G_OPTION_ARG_STRING, &layout_name, "Layout of X and Y: NCHW (default), NHWC or CHWN", "L" },
+    { "trials", 't', 0, G_OPTION_ARG_INT, &trials, "Tiles tried per search (default 32; 0: the whole space)", "N" },
+    { "repeat", 'r', 0, G_OPTION_ARG_INT, &repeat, "Timed runs per trial, median (default 3)", "N" },
+    { "seed", 's', 0, G_OPTION_ARG_INT64, &seed, "Seed of the random search order and data (default 1)", "N" },
+    { "json", 'j', 0, G_OPTION_ARG_FILENAME, &json, "Write the results as JSON", "OUT" },
+    { "cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &cache_dir, "Compiled kernels (default: the user cache)", "DIR" },
+    { NULL },
+  };
+  g_autoptr (GOptionContext) ctx = pl_cli_context ("FILE", "Tune the direct convolution's output tile (x, y, z) on "
+                                                   "the cpu: the full space of tiles against the space pruned by "
+                                                   "the red-blue pebble rule.", entries);
+  if (!pl_cli_parse (ctx, &argc, &argv))
+    return 1;
+  if (argc != 2)
+    return pl_cli_fail ("tune: expected one FILE (see 'passlab-cli tune --help')");
+  if (node_name && all)
+    return pl_cli_fail ("tune: --node and --all exclude each other");
+  if (trials < 0 || repeat < 1 || repeat > 64 || seed < 0 || seed > G_MAXUINT32)
+    return pl_cli_fail ("tune: --trials must not be negative, --repeat in 1..64, --seed in 0..%u", G_MAXUINT32);
+  PlLayout layout = PL_LAYOUT_NCHW;
+  if (layout_name && !pl_layout_parse (layout_name, &layout))
+    return pl_cli_fail ("tune: unknown layout '%s' (NCHW, NHWC or CHWN)", layout_name);
+
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlGraph) g = pl_cli_load (argv[1], &error);
+  if (!g)
+    return pl_cli_fail_error (error);
+  g_autoptr (GPtrArray) convs = g_ptr_array_new ();
+  if (node_name)
+    {
+      PlNode *n = pl_graph_find_node (g, node_name);
+      if (!n)
+        return pl_cli_fail ("tune: no node named '%s' in %s", node_name, argv[1]);
+      if (n->op != PL_OP_Conv)
+        return pl_cli_fail ("tune: %s is a %s, not a Conv", node_name, n->op_type);
+      g_ptr_array_add (convs, n);
+    }
+  else
+    for (guint i = 0; i < g->nodes->len; i++)
+      if (((PlNode *) g->nodes->pdata[i])->op == PL_OP_Conv)
+        g_ptr_array_add (convs, g->nodes->pdata[i]);
+  if (convs->len == 0)
+    return pl_cli_fail ("tune: no Conv in %s", argv[1]);
+
+  PlTuneOptions o = { .max_trials = trials, .repeat = repeat, .seed = (guint32) seed, .cache_dir = cache_dir };
+  GString *out = g_string_new ("[");
+  int status = 0;
+  for (guint i = 0; i < convs->len && status == 0; i++)
+    {
+      g_autoptr (PlTuneResult) r = pl_tune_conv (convs->pdata[i], layout, &o, &error);
+      if (!r)
+        {
+          status = pl_cli_fail_error (error);
+          break;
+        }
+      print_result (r);
+      fflush (stdout);
+      g_autofree char *j = pl_tune_result_json (r);
+      g_string_append_printf (out, "%s%s", i ? ",\n" : "", j);
+    }
+  g_string_append (out, "]\n");
+  g_autofree char *text = g_string_free (out, FALSE);
+  if (status == 0 && json && !g_file_set_contents (json, text, -1, &error))
+    status = pl_cli_fail_error (error);
+  return status;
+}
