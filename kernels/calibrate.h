@@ -19,7 +19,11 @@ G_BEGIN_DECLS
 typedef enum {
   PL_COST_MEASURED,   /* from a calibration run (this run or the cache) */
   PL_COST_ANALYTIC,   /* from bytes / FLOPs and the ceilings */
+  PL_COST_TABLE,      /* given: pl_calibration_set / pl_calibration_load_table (tests, what-ifs) */
 } PlCostSource;
+
+/* "measured", "analytic", "table" */
+const char    *pl_cost_source_name (PlCostSource source);
 
 typedef struct {
   double       ms;
@@ -35,12 +39,42 @@ void           pl_calibration_free    (PlCalibration *cal);
 /* Measures, in one batch, every (conv, layout, impl) of the graph's convs and
  * every transform their values may need that the cache lacks; saves the cache. */
 bool           pl_calibration_prepare (PlCalibration *cal, const PlGraph *g, GError **error);
-/* Cost of the Conv node in layout (X and Y) with impl (tile: the best known). */
+/* Cost of the Conv node in layout (X and Y) with impl (tile: the best known).
+ * INFINITY: it cannot run so (direct unsupported, or measured as a fallback).
+ * A conv that is not 2-d with static shapes: 0 in NCHW gemm, INFINITY otherwise. */
 PlCost         pl_calibration_conv    (PlCalibration *cal, const PlNode *conv, PlLayout layout, PlConvImpl impl);
 /* Cost of transforming value v (rank 4) from one layout to another (0 when equal). */
 PlCost         pl_calibration_transform (PlCalibration *cal, const PlValue *v, PlLayout from, PlLayout to);
 /* "cpu <model>, <n> threads" — what the cache is keyed by. */
 const char    *pl_calibration_machine (const PlCalibration *cal);
+
+/* --- beyond the contract: what the layout pass and the tests use ------------------------ */
+
+/* The cache file (PASSLAB_CACHE_DIR or $XDG_CACHE_HOME/passlab, /calibration.txt). */
+const char    *pl_calibration_path    (const PlCalibration *cal);
+/* Which layouts (bit per PlLayout) and impls (bit per PlConvImpl) prepare measures (default: all). */
+void           pl_calibration_restrict (PlCalibration *cal, guint layouts, guint impls);
+/* Cache keys: "conv 1x64x56x56 k64x3x3 s1,1 p1,1,1,1 d1,1 g1 f32 NHWC gemm" (NULL unless a 2-d
+ * conv with static shapes); "transform 1x64x56x56 f32 NCHW>NHWC" (NULL unless v is static rank 4). */
+char          *pl_calibration_conv_key      (const PlNode *conv, PlLayout layout, PlConvImpl impl);
+char          *pl_calibration_transform_key (const PlValue *v, PlLayout from, PlLayout to);
+/* Sets an entry (ms may be INFINITY: unsupported). Entries of source TABLE are used in
+ * both modes and never written to the cache. */
+void           pl_calibration_set     (PlCalibration *cal, const char *key, double ms, PlCostSource source);
+/* Reads `key<TAB>ms` lines ('#' comments, "inf" allowed) as TABLE entries. */
+bool           pl_calibration_load_table (PlCalibration *cal, const char *path, GError **error);
+/* The cost of moving bytes (read + written) at the memcpy ceiling (analytic). */
+PlCost         pl_calibration_bytes   (PlCalibration *cal, int64_t bytes);
+/* The machine's ceilings (measured once, cached): memcpy GB/s (read + write), GEMM GFLOP/s. */
+void           pl_calibration_ceilings (PlCalibration *cal, double *gbps, double *gflops);
+/* The tile a direct conv is measured with (cpu: the pebble rule's; 0s: the kernel chooses). */
+void           pl_calibration_conv_tile (PlCalibration *cal, const PlNode *conv, PlLayout layout, int64_t tile[3]);
+/* Entries measured (not from the cache) by this calibration. */
+int            pl_calibration_n_measured (const PlCalibration *cal);
+/* The last measurement error (a batch that failed and was retried branch by branch), or NULL. */
+const char    *pl_calibration_last_error (const PlCalibration *cal);
+/* Why a measured entry is unsupported (it ran as a fallback, or failed), or NULL. */
+const char    *pl_calibration_unsupported_reason (const PlCalibration *cal, const char *key);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (PlCalibration, pl_calibration_free)
 

@@ -6,7 +6,7 @@
  * ----------------------------
  * - op_type "Fusion" in the default domain (PL_OP_Fusion), named "fusion_<n>".
  * - `body`: the fused subgraph as a closed nested graph. Body input i stands
- *   for node input i (same dtype and shape) and body output j is node output
+ *   for node input i (same dtype, shape and layout) and body output j is node output
  *   j. The node's outputs are the fused values read outside the set or that
  *   are graph outputs, in topological order of their producers; its inputs
  *   are in operand order: the order a depth-first walk from the outputs

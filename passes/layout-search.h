@@ -33,16 +33,40 @@ typedef struct {
   PlLsEdge *edges;
 } PlLsProblem;
 
+/* How a problem was solved. */
+typedef enum {
+  PL_LS_AUTO,           /* (request only) chain DP on chains, frontier DP when small, else B&B */
+  PL_LS_CHAIN_DP,       /* Viterbi over the chain: exact; states = sum of choices */
+  PL_LS_FRONTIER_DP,    /* DP over the topological order keyed by the choices of the nodes that
+                         * still have unvisited out-edges: exact; states = (frontier, choice) pairs */
+  PL_LS_BRANCH_BOUND,   /* depth-first over the topological order with a lower bound: exact unless
+                         * the visit budget ran out; states = search nodes visited */
+  PL_LS_BRUTE_FORCE,    /* every assignment (tests) */
+} PlLsMethod;
+
 typedef struct {
   int   *choice;          /* per node, the chosen index */
   double cost;            /* total: op costs + transforms */
   bool   chain;           /* the problem was a chain: solved by DP */
   bool   exact;           /* the optimum was proved (false: node budget ran out, best found) */
   int64_t states;         /* DP states or search nodes visited */
+  PlLsMethod method;      /* what ran */
 } PlLsSolution;
+
+/* The frontier DP runs when no step holds more states than this. */
+#define PL_LS_FRONTIER_MAX_STATES 100000
 
 /* Solves the problem; max_visits bounds the branch and bound (0: 10^7). */
 PlLsSolution *pl_ls_solve         (const PlLsProblem *p, int64_t max_visits);
+/* The same with a chosen method (a method that does not apply — chain DP on
+ * a DAG, frontier DP past PL_LS_FRONTIER_MAX_STATES — falls back as AUTO does). */
+PlLsSolution *pl_ls_solve_with    (const PlLsProblem *p, PlLsMethod method, int64_t max_visits);
+/* "chain DP", "frontier DP", "branch and bound", "brute force" */
+const char   *pl_ls_method_name   (PlLsMethod method);
+/* Whether every edge goes from node i to node i + 1. */
+bool          pl_ls_is_chain      (const PlLsProblem *p);
+/* The most states one step of the frontier DP would hold (saturates at INT64_MAX). */
+int64_t       pl_ls_frontier_states (const PlLsProblem *p);
 /* Exhaustive enumeration (tests; n_choices^n_nodes must be small). */
 PlLsSolution *pl_ls_brute_force   (const PlLsProblem *p);
 double        pl_ls_cost          (const PlLsProblem *p, const int *choice);

@@ -1,0 +1,544 @@
+/* test-pass-layout.c — the `layout` pass (seed 003, MACO): the calibration
+ * (keys, cost table, cache file, a measured run on a tiny conv), the plan on
+ * resnet_block with analytic costs and with a cost table that forces a known
+ * optimum, a mixed-layout optimum on two convs of different shapes (one
+ * direct), force=NHWC, idempotence, fused graphs, bad parameters; each
+ * result verifies, passes the numerical check, keeps the graph outputs NCHW
+ * and computes the same outputs on the CPU backend as the reference. */
+#include "calibrate.h"
+#include "pass-manager.h"
+#include "runtime.h"
+#include "test-util.h"
+#include "text-format.h"
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+static char *cache_dir;   /* PASSLAB_CACHE_DIR for this process */
+
+/* Every convolution of resnet_block has this key (plus layout and impl). */
+#define RESNET_CONV "conv 1x64x56x56 k64x3x3 s1,1 p1,1,1,1 d1,1 g1 f32"
+#define RESNET_T "transform 1x64x56x56 f32"
+/* Fixed ceilings, so tables need no measuring. */
+#define CEILINGS "ceiling memcpy 256MiB\t50\nceiling sgemm 1024^3\t20\n"
+
+static const char *mixed_graph =
+  "graph mixed opset 17 {\n"
+  "  input x: f32[2, 8, 12, 12]\n"
+  "  const w1: f32[16, 8, 3, 3] = random(seed=1, lo=-0.3, hi=0.3)\n"
+  "  const w2: f32[16, 16, 1, 1] = random(seed=2, lo=-0.3, hi=0.3)\n"
+  "  const b1: f32[1, 16, 1, 1] = random(seed=4, lo=-0.3, hi=0.3)\n"
+  "  c1 = Conv(x, w1) {kernel_shape=[3, 3], pads=[1, 1, 1, 1]}\n"
+  "  a1 = Add(c1, b1)\n"
+  "  r1 = Relu(a1)\n"
+  "  c2 = Conv(r1, w2) {kernel_shape=[1, 1]}\n"
+  "  out = Relu(c2)\n"
+  "  output out\n"
+  "}\n";
+
+static const char *tiny_graph =
+  "graph tiny opset 17 {\n"
+  "  input x: f32[1, 4, 8, 8]\n"
+  "  const w: f32[4, 4, 3, 3] = random(seed=3, lo=-0.3, hi=0.3)\n"
+  "  c = Conv(x, w) {kernel_shape=[3, 3], pads=[1, 1, 1, 1]}\n"
+  "  out = Relu(c)\n"
+  "  output out\n"
+  "}\n";
+
+static PlGraph *
+parse (const char *text)
+{
+  g_autoptr (GError) error = NULL;
+  PlGraph *g = pl_text_parse (text, -1, NULL, &error);
+  g_assert_no_error (error);
+  return g;
+}
+
+static PlGraph *
+resnet_block (void)
+{
+  g_autofree char *path = pl_test_source_path ("data/graphs/resnet_block.graph");
+  g_autoptr (GError) error = NULL;
+  PlGraph *g = pl_text_load (path, &error);
+  g_assert_no_error (error);
+  return g;
+}
+
+/* A cost table file in the cache dir; g_free the path. */
+static char *
+write_table (const char *name, const char *text)
+{
+  char *path = g_build_filename (cache_dir, name, NULL);
+  g_autoptr (GError) error = NULL;
+  g_file_set_contents (path, text, -1, &error);
+  g_assert_no_error (error);
+  return path;
+}
+
+static PlStep *
+last_step (const PlHistory *h)
+{
+  return pl_history_step (h, pl_history_n_steps (h) - 1);
+}
+
+static PlLayout
+layout_of (const PlGraph *g, const char *value)
+{
+  PlValue *v = pl_graph_find_value (g, value);
+  g_assert_nonnull (v);
+  return v->layout;
+}
+
+static int
+count_op (const PlGraph *g, PlOp op)
+{
+  int n = 0;
+  for (guint i = 0; i < g->nodes->len; i++)
+    n += ((PlNode *) g->nodes->pdata[i])->op == op;
+  return n;
+}
+
+static int
+compare_strings (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+/* "FROM>TO" of every transform, sorted and comma-joined. */
+static char *
+transforms_text (const PlGraph *g)
+{
+  g_autoptr (GPtrArray) items = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; i < g->nodes->len; i++)
+    {
+      PlNode *t = g->nodes->pdata[i];
+      if (t->op == PL_OP_LayoutTransform)
+        g_ptr_array_add (items, g_strdup_printf ("%s>%s", pl_layout_name (t->inputs[0]->layout),
+                                                 pl_layout_name (t->outputs[0]->layout)));
+    }
+  g_ptr_array_sort (items, compare_strings);
+  g_ptr_array_add (items, NULL);
+  return g_strjoinv (",", (char **) items->pdata);
+}
+
+/* The graph outputs keep their names and are NCHW; every non-NCHW value is rank 4. */
+static void
+assert_outputs_nchw (const PlGraph *before, const PlGraph *after)
+{
+  g_assert_cmpuint (after->outputs->len, ==, before->outputs->len);
+  for (guint i = 0; i < after->outputs->len; i++)
+    {
+      const PlValue *a = after->outputs->pdata[i], *b = before->outputs->pdata[i];
+      g_assert_cmpstr (a->name, ==, b->name);
+      g_assert_cmpint (a->layout, ==, PL_LAYOUT_NCHW);
+    }
+  for (guint i = 0; i < after->values->len; i++)
+    {
+      const PlValue *v = after->values->pdata[i];
+      g_assert_true (v->layout == PL_LAYOUT_NCHW || v->shape.rank == 4);
+      g_assert_true (v->layout == PL_LAYOUT_NCHW || (!v->is_input && !v->constant));
+    }
+}
+
+/* The CPU backend on the planned graph computes what the reference computes
+ * on the original. */
+static void
+assert_cpu_matches_reference (const PlGraph *before, const PlGraph *after)
+{
+  g_autoptr (GError) error = NULL;
+  PlTensor **inputs = pl_random_inputs (before, 5, 1, &error);
+  g_assert_no_error (error);
+  PlTensor **want = pl_interp_run (before, inputs, NULL, &error);
+  g_assert_no_error (error);
+  PlCompileOptions o;
+  pl_compile_options_init (&o, PL_BACKEND_CPU);
+  g_autofree char *kernels = g_build_filename (cache_dir, "kernels", NULL);
+  o.cache_dir = kernels;
+  PlExecutable *e = pl_executable_new (after, &o, &error);
+  g_assert_no_error (error);
+  PlTensor **got = pl_executable_run (e, inputs, 1, NULL, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < before->outputs->len; i++)
+    pl_test_assert_close (got[i], want[i], 1e-4, 1e-4);
+  pl_interp_free_outputs (got, (int) after->outputs->len);
+  pl_interp_free_outputs (want, (int) before->outputs->len);
+  pl_interp_free_outputs (inputs, (int) before->inputs->len);
+  pl_executable_free (e);
+}
+
+/* --- the calibration ------------------------------------------------------------------- */
+
+static void
+test_calibration_keys_and_table (void)
+{
+  g_autoptr (PlGraph) g = resnet_block ();
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, false, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_str_has_prefix (pl_calibration_machine (cal), "cpu "));
+  g_assert_nonnull (strstr (pl_calibration_machine (cal), " threads"));
+  g_assert_true (g_str_has_prefix (pl_calibration_path (cal), cache_dir));
+
+  PlNode *conv1 = pl_graph_find_node (g, "conv1");
+  g_autofree char *key = pl_calibration_conv_key (conv1, PL_LAYOUT_NHWC, PL_CONV_IMPL_GEMM);
+  g_assert_cmpstr (key, ==, RESNET_CONV " NHWC gemm");
+  g_autofree char *tkey = pl_calibration_transform_key (conv1->outputs[0], PL_LAYOUT_NCHW, PL_LAYOUT_CHWN);
+  g_assert_cmpstr (tkey, ==, RESNET_T " NCHW>CHWN");
+  g_assert_null (pl_calibration_conv_key (pl_graph_find_node (g, "bn1"), PL_LAYOUT_NCHW, PL_CONV_IMPL_GEMM));
+
+  g_autofree char *table = write_table ("keys.table", CEILINGS "# a comment\n" RESNET_CONV " NHWC gemm\t2.5\n"
+                                        RESNET_CONV " CHWN direct\tinf\n" RESNET_T " NCHW>NHWC\t0.125\n");
+  g_assert_true (pl_calibration_load_table (cal, table, &error));
+  g_assert_no_error (error);
+  PlCost c = pl_calibration_conv (cal, conv1, PL_LAYOUT_NHWC, PL_CONV_IMPL_GEMM);
+  g_assert_cmpfloat (c.ms, ==, 2.5);
+  g_assert_cmpint (c.source, ==, PL_COST_TABLE);
+  g_assert_true (isinf (pl_calibration_conv (cal, conv1, PL_LAYOUT_CHWN, PL_CONV_IMPL_DIRECT).ms));
+  c = pl_calibration_transform (cal, conv1->outputs[0], PL_LAYOUT_NCHW, PL_LAYOUT_NHWC);
+  g_assert_cmpfloat (c.ms, ==, 0.125);
+  g_assert_cmpfloat (pl_calibration_transform (cal, conv1->outputs[0], PL_LAYOUT_NHWC, PL_LAYOUT_NHWC).ms, ==, 0);
+
+  /* analytic where the table has nothing: from the ceilings (50 ms per 256 MiB copy, 20 ms per sgemm) */
+  double gbps, gflops;
+  pl_calibration_ceilings (cal, &gbps, &gflops);
+  g_assert_cmpfloat_with_epsilon (gbps, 2.0 * 268435456 / 50 / 1e6, 1e-9);
+  g_assert_cmpfloat_with_epsilon (gflops, 2.0 * 1073741824 / 20 / 1e6, 1e-9);
+  c = pl_calibration_transform (cal, conv1->outputs[0], PL_LAYOUT_NHWC, PL_LAYOUT_NCHW);
+  g_assert_cmpint (c.source, ==, PL_COST_ANALYTIC);
+  g_assert_cmpfloat_with_epsilon (c.ms, 2.0 * 64 * 56 * 56 * 4 / (gbps * 1e6), 1e-9);
+  c = pl_calibration_conv (cal, conv1, PL_LAYOUT_NCHW, PL_CONV_IMPL_GEMM);
+  g_assert_cmpint (c.source, ==, PL_COST_ANALYTIC);
+  g_assert_cmpfloat (c.ms, >=, 2.0 * 64 * 56 * 56 * 64 * 9 / (gflops * 1e6) - 1e-9);
+
+  /* a damaged table names its line */
+  g_autofree char *bad = write_table ("bad.table", RESNET_CONV " NHWC gemm\t2.5\nno tab here\n");
+  g_assert_false (pl_calibration_load_table (cal, bad, &error));
+  g_assert_error (error, PL_ERROR, PL_ERROR_PARSE);
+  g_assert_nonnull (strstr (error->message, "bad.table:2"));
+}
+
+/* A measured run on a tiny conv: one batch, cached, not measured again,
+ * and the plan runs on the CPU. */
+static void
+test_measured_tiny_conv (void)
+{
+  g_autoptr (PlGraph) g = parse (tiny_graph);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (pl_graph_infer_shapes (g, &error));
+  {
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    g_assert_no_error (error);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    g_assert_no_error (error);
+    g_assert_cmpint (pl_calibration_n_measured (cal), >=, 3 + 6);   /* a conv per layout (gemm), the transforms */
+    PlNode *c = pl_graph_find_node (g, "c");
+    for (int l = 0; l < PL_LAYOUT_COUNT; l++)
+      {
+        PlCost cost = pl_calibration_conv (cal, c, l, PL_CONV_IMPL_GEMM);
+        g_assert_cmpint (cost.source, ==, PL_COST_MEASURED);
+        g_assert_true (cost.ms > 0 && isfinite (cost.ms));
+      }
+    for (int a = 0; a < PL_LAYOUT_COUNT; a++)
+      for (int b = 0; b < PL_LAYOUT_COUNT; b++)
+        if (a != b)
+          {
+            PlCost cost = pl_calibration_transform (cal, c->outputs[0], a, b);
+            g_assert_cmpint (cost.source, ==, PL_COST_MEASURED);
+            g_assert_true (cost.ms > 0 && isfinite (cost.ms));
+          }
+  }
+  g_autofree char *path = g_build_filename (cache_dir, "calibration.txt", NULL);
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  g_assert_nonnull (strstr (text, "\tcpu\tconv 1x4x8x8 k4x3x3 s1,1 p1,1,1,1 d1,1 g1 f32 NHWC gemm\t"));
+  g_assert_nonnull (strstr (text, "\tcpu\ttransform 1x4x8x8 f32 NCHW>CHWN\t"));
+  {
+    /* a second calibration finds everything in the cache */
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    g_assert_cmpint (pl_calibration_n_measured (cal), ==, 0);
+  }
+  /* the pass with measured costs (the default) */
+  g_autoptr (PlHistory) h = pl_test_run_checked (g, "layout", NULL, 1e-5, 1);
+  PlStep *s = last_step (h);
+  g_assert_nonnull (strstr (s->report, "costs: measured"));
+  g_assert_nonnull (strstr (s->report, "0 entries measured now"));
+  g_assert_true (strstr (s->report, "search: chain DP") || strstr (s->report, "search: frontier DP"));
+  g_test_message ("%s", s->report);
+  assert_outputs_nchw (g, s->graph);
+  assert_cpu_matches_reference (g, s->graph);
+
+  /* measured costs, every conv held to NHWC: measured transforms, and the CPU agrees */
+  const char *nhwc[] = { "layout.force=NHWC", NULL };
+  g_autoptr (PlHistory) h2 = pl_test_run_checked (g, "layout", nhwc, 1e-5, 1);
+  s = last_step (h2);
+  g_test_message ("%s", s->report);
+  g_assert_cmpint (layout_of (s->graph, "c"), ==, PL_LAYOUT_NHWC);
+  g_assert_nonnull (strstr (s->report, "transforms 2 measured, 0 analytic"));
+  assert_outputs_nchw (g, s->graph);
+  assert_cpu_matches_reference (g, s->graph);
+}
+
+/* --- resnet_block ---------------------------------------------------------------------- */
+
+/* Analytic costs (this machine's ceilings, measured here): with one image
+ * the model sees the same bytes and FLOPs in every layout, so the plan is
+ * the default one and nothing changes. */
+static void
+test_resnet_analytic (void)
+{
+  g_autoptr (PlGraph) g = resnet_block ();
+  const char *params[] = { "layout.cost=analytic", NULL };
+  g_autoptr (PlHistory) h = pl_test_run_checked (g, "layout", params, 1e-5, 1);
+  PlStep *s = last_step (h);
+  g_test_message ("%s", s->report);
+  g_assert_nonnull (strstr (s->report, "costs: analytic"));
+  g_assert_nonnull (strstr (s->report, "conv1"));
+  g_assert_nonnull (strstr (s->report, "search: frontier DP"));
+  g_assert_nonnull (strstr (s->report, "transforms: 0 in the graph"));
+  g_assert_false (s->changed);
+  g_assert_cmpint (layout_of (s->graph, "conv1"), ==, PL_LAYOUT_NCHW);
+  g_assert_cmpint (pl_pass_report_get (s->counters, "convs"), ==, 2);
+  assert_outputs_nchw (g, s->graph);
+}
+
+/* Convs are cheapest in NHWC; transforms through CHWN are cheaper than the
+ * direct NCHW <-> NHWC ones. The unique optimum: both convs NHWC; x goes
+ * NCHW -> CHWN once (shared by the residual Add) and CHWN -> NHWC for conv1;
+ * bn2's result goes NHWC -> CHWN for the Add, which runs in CHWN with the
+ * final Relu; the output goes CHWN -> NCHW. Transforms: 0.1 + 0.4 + 0.3 + 0.2. */
+static const char *resnet_table =
+  CEILINGS
+  RESNET_CONV " NCHW gemm\t10\n" RESNET_CONV " NHWC gemm\t4\n" RESNET_CONV " CHWN gemm\t9\n"
+  RESNET_T " NCHW>NHWC\t1.0\n" RESNET_T " NHWC>NCHW\t1.0\n" RESNET_T " NCHW>CHWN\t0.1\n"
+  RESNET_T " CHWN>NCHW\t0.2\n" RESNET_T " NHWC>CHWN\t0.3\n" RESNET_T " CHWN>NHWC\t0.4\n";
+
+static void
+test_resnet_table (void)
+{
+  g_autoptr (PlGraph) g = resnet_block ();
+  g_autofree char *table = write_table ("resnet.table", resnet_table);
+  g_autofree char *tp = g_strdup_printf ("layout.table=%s", table);
+  const char *params[] = { tp, "layout.impls=gemm", "layout.cost=analytic", NULL };
+  g_autoptr (PlHistory) h = pl_test_run_checked (g, "layout", params, 1e-5, 1);
+  PlStep *s = last_step (h);
+  g_test_message ("%s", s->report);
+  g_assert_true (s->changed);
+  const PlGraph *r = s->graph;
+  g_assert_cmpint (layout_of (r, "conv1"), ==, PL_LAYOUT_NHWC);
+  g_assert_cmpint (layout_of (r, "conv2"), ==, PL_LAYOUT_NHWC);
+  g_assert_cmpint (layout_of (r, "relu1"), ==, PL_LAYOUT_NHWC);
+  g_assert_cmpint (layout_of (r, "residual"), ==, PL_LAYOUT_CHWN);
+  g_assert_cmpint (pl_graph_find_node (r, "residual")->inputs[1]->layout, ==, PL_LAYOUT_CHWN);
+  g_autofree char *ts = transforms_text (r);
+  g_assert_cmpstr (ts, ==, "CHWN>NCHW,CHWN>NHWC,NCHW>CHWN,NHWC>CHWN");
+  /* x is transformed once, to CHWN, shared by conv1's transform and the Add */
+  PlValue *x = pl_graph_find_value (r, "x");
+  g_assert_cmpint (x->n_uses, ==, 1);
+  g_assert_cmpint (x->uses[0].node->op, ==, PL_OP_LayoutTransform);
+  g_assert_nonnull (strstr (s->report, "transforms: 4 in the graph, 1.0000 ms predicted (model: 1.0000 ms)"));
+  g_assert_nonnull (strstr (s->report, "convs 0 measured, 0 analytic, 2 table"));
+  g_assert_nonnull (strstr (s->report, "NHWC gemm"));
+  g_assert_null (pl_node_attr (pl_graph_find_node (r, "conv1"), "impl"));
+  g_assert_cmpint (pl_pass_report_get (s->counters, "transforms"), ==, 4);
+  assert_outputs_nchw (g, r);
+  assert_cpu_matches_reference (g, r);
+}
+
+/* force=NHWC: every conv NHWC and exactly the two transforms a single
+ * layout needs (into NHWC once, back to NCHW once). */
+static void
+test_resnet_force_nhwc (void)
+{
+  g_autoptr (PlGraph) g = resnet_block ();
+  g_autofree char *table = write_table ("ceilings.table", CEILINGS);
+  g_autofree char *tp = g_strdup_printf ("layout.table=%s", table);
+  const char *params[] = { "layout.cost=analytic", "layout.force=NHWC", tp, NULL };
+  g_autoptr (PlHistory) h = pl_test_run_checked (g, "layout", params, 1e-5, 1);
+  PlStep *s = last_step (h);
+  g_test_message ("%s", s->report);
+  const PlGraph *r = s->graph;
+  g_assert_cmpint (layout_of (r, "conv1"), ==, PL_LAYOUT_NHWC);
+  g_assert_cmpint (layout_of (r, "conv2"), ==, PL_LAYOUT_NHWC);
+  g_autofree char *ts = transforms_text (r);
+  g_assert_cmpstr (ts, ==, "NCHW>NHWC,NHWC>NCHW");
+  g_assert_cmpint (count_op (r, PL_OP_LayoutTransform), ==, 2);
+  g_assert_nonnull (strstr (s->report, "forced NHWC"));
+  assert_outputs_nchw (g, r);
+  assert_cpu_matches_reference (g, r);
+}
+
+/* Running twice: the second run finds the plan in place and changes nothing. */
+static void
+test_idempotent (void)
+{
+  g_autoptr (PlGraph) g = resnet_block ();
+  g_autofree char *table = write_table ("resnet2.table", resnet_table);
+  g_autofree char *tp = g_strdup_printf ("layout.table=%s", table);
+  const char *params[] = { tp, "layout.impls=gemm", "layout.cost=analytic", NULL };
+  g_autoptr (PlHistory) h = pl_test_run_checked (g, "layout,layout", params, 1e-5, 1);
+  g_assert_cmpint (pl_history_n_steps (h), ==, 3);
+  PlStep *first = pl_history_step (h, 1), *second = pl_history_step (h, 2);
+  g_assert_true (first->changed);
+  g_assert_false (second->changed);
+  g_assert_true (pl_graph_diff_empty (second->diff));
+  g_assert_nonnull (strstr (second->report, "nothing changed"));
+
+  /* and a different plan on top of one replaces it: back to NCHW leaves no transform */
+  const char *nchw[] = { "layout.cost=analytic", "layout.force=NCHW", "layout.impls=gemm", NULL };
+  g_autoptr (PlHistory) h2 = pl_test_run_checked (second->graph, "layout", nchw, 1e-5, 1);
+  PlStep *back = last_step (h2);
+  g_assert_true (back->changed);
+  g_assert_cmpint (count_op (back->graph, PL_OP_LayoutTransform), ==, 0);
+  for (guint i = 0; i < back->graph->values->len; i++)
+    g_assert_cmpint (((PlValue *) back->graph->values->pdata[i])->layout, ==, PL_LAYOUT_NCHW);
+  assert_outputs_nchw (g, back->graph);
+  g_assert_cmpuint (back->graph->nodes->len, ==, g->nodes->len);
+}
+
+/* After fusion the conv sits in a fusion body (conv + relu epilogue): the
+ * pass says so and changes nothing. */
+static void
+test_fused_graph (void)
+{
+  g_autoptr (PlGraph) g = parse (tiny_graph);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (pl_graph_infer_shapes (g, &error));
+  g_autoptr (PlHistory) h = pl_test_run_checked (g, "fuse-library,layout", NULL, 1e-4, 1);
+  g_assert_true (pl_history_step (h, 1)->changed);
+  PlStep *s = last_step (h);
+  g_assert_false (s->changed);
+  g_assert_nonnull (strstr (s->report, "must run before fusion"));
+}
+
+/* --- two convs of different shapes: a mixed optimum ------------------------------------- */
+
+#define C1 "conv 2x8x12x12 k16x3x3 s1,1 p1,1,1,1 d1,1 g1 f32"
+#define C2 "conv 2x16x12x12 k16x1x1 s1,1 p0,0,0,0 d1,1 g1 f32"
+#define TA "transform 2x8x12x12 f32 "
+#define TB "transform 2x16x12x12 f32 "
+
+/* c1 is cheapest in NHWC (gemm), c2 in CHWN (direct); every transform 0.25.
+ * Mixed: 2 + 0.5 + 3 transforms = 3.25 ms; single NHWC 2 + 6 + 2 = 8.5 (c2
+ * NHWC 6), single CHWN 6 + 0.5 + 0.5 = 7, single NCHW 10. */
+static const char *mixed_table =
+  CEILINGS
+  C1 " NCHW gemm\t5\n" C1 " NHWC gemm\t2\n" C1 " CHWN gemm\t6\n"
+  C1 " NCHW direct\t7\n" C1 " NHWC direct\t7\n" C1 " CHWN direct\t7\n"
+  C2 " NCHW gemm\t5\n" C2 " NHWC gemm\t6\n" C2 " CHWN gemm\t1\n"
+  C2 " NCHW direct\t5\n" C2 " NHWC direct\t6\n" C2 " CHWN direct\t0.5\n"
+  TA "NCHW>NHWC\t0.25\n" TA "NHWC>NCHW\t0.25\n" TA "NCHW>CHWN\t0.25\n"
+  TA "CHWN>NCHW\t0.25\n" TA "NHWC>CHWN\t0.25\n" TA "CHWN>NHWC\t0.25\n"
+  TB "NCHW>NHWC\t0.25\n" TB "NHWC>NCHW\t0.25\n" TB "NCHW>CHWN\t0.25\n"
+  TB "CHWN>NCHW\t0.25\n" TB "NHWC>CHWN\t0.25\n" TB "CHWN>NHWC\t0.25\n";
+
+static void
+test_mixed_optimum (void)
+{
+  g_autoptr (PlGraph) g = parse (mixed_graph);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (pl_graph_infer_shapes (g, &error));
+  g_autofree char *table = write_table ("mixed.table", mixed_table);
+  g_autofree char *tp = g_strdup_printf ("layout.table=%s", table);
+  const char *params[] = { tp, "layout.cost=analytic", NULL };
+  g_autoptr (PlHistory) h = pl_test_run_checked (g, "layout", params, 1e-5, 1);
+  PlStep *s = last_step (h);
+  g_test_message ("%s", s->report);
+  const PlGraph *r = s->graph;
+  g_assert_cmpint (layout_of (r, "c1"), ==, PL_LAYOUT_NHWC);
+  g_assert_cmpint (layout_of (r, "c2"), ==, PL_LAYOUT_CHWN);
+  g_assert_cmpint (layout_of (r, "out"), ==, PL_LAYOUT_NCHW);
+  /* the bias constant stays NCHW and is read as it is by the Add */
+  g_assert_cmpint (layout_of (r, "b1"), ==, PL_LAYOUT_NCHW);
+  g_assert_true (pl_graph_find_node (r, "a1")->inputs[1] == pl_graph_find_value (r, "b1"));
+  PlNode *c1 = pl_graph_find_node (r, "c1"), *c2 = pl_graph_find_node (r, "c2");
+  g_assert_null (pl_node_attr (c1, "impl"));
+  g_assert_cmpstr (pl_node_attr_string (c2, "impl", ""), ==, "direct");
+  const int64_t *tile;
+  int n;
+  g_assert_true (pl_node_attr_ints (c2, "tile", &tile, &n));
+  g_assert_cmpint (n, ==, 3);
+  g_assert_cmpint (tile[0] * tile[1] * tile[2], >, 0);
+  g_assert_cmpint (c1->inputs[0]->layout, ==, PL_LAYOUT_NHWC);
+  g_assert_cmpint (c2->inputs[0]->layout, ==, PL_LAYOUT_CHWN);
+  g_autofree char *ts = transforms_text (r);
+  g_assert_cmpstr (ts, ==, "CHWN>NCHW,NCHW>NHWC,NHWC>CHWN");
+  g_assert_nonnull (strstr (s->report, "CHWN direct"));
+  g_assert_nonnull (strstr (s->report, "transforms: 3 in the graph, 0.7500 ms predicted"));
+  g_assert_nonnull (strstr (s->report, "best single layout: CHWN"));
+  g_assert_nonnull (strstr (s->report, "search: chain DP"));
+  assert_outputs_nchw (g, r);
+  assert_cpu_matches_reference (g, r);
+}
+
+/* --- parameters ------------------------------------------------------------------------ */
+
+static void
+test_bad_params (void)
+{
+  g_autoptr (PlGraph) g = resnet_block ();
+  const char *bad[][2] = {
+    { "layout.cost=guess", "not measured or analytic" },
+    { "layout.backend=reference", "not cpu or cuda" },
+    { "layout.layouts=NCHW,NWHC", "'NWHC'" },
+    { "layout.impls=winograd", "not gemm or direct" },
+    { "layout.force=nhwc", "layout.force" },
+    { "layout.table=/nonexistent/table", "cost table" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_autoptr (PlPipeline) p = pl_pipeline_parse ("layout", &error);
+      g_assert_true (pl_pipeline_set_param (p, bad[i][0], &error));
+      PlRunOptions o;
+      pl_run_options_init (&o);
+      g_autoptr (PlHistory) h = pl_pipeline_run (g, p, &o, &error);
+      g_assert_nonnull (error);
+      g_assert_nonnull (strstr (error->message, bad[i][1]));
+    }
+}
+
+/* --- main -------------------------------------------------------------------------------- */
+
+static void
+remove_tree (const char *path)
+{
+  if (g_file_test (path, G_FILE_TEST_IS_DIR) && !g_file_test (path, G_FILE_TEST_IS_SYMLINK))
+    {
+      g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
+      const char *name;
+      while (dir && (name = g_dir_read_name (dir)))
+        {
+          g_autofree char *child = g_build_filename (path, name, NULL);
+          remove_tree (child);
+        }
+      g_rmdir (path);
+    }
+  else
+    g_unlink (path);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  pl_passes_init ();
+  g_autoptr (GError) error = NULL;
+  cache_dir = g_dir_make_tmp ("passlab-layout-XXXXXX", &error);
+  g_assert_no_error (error);
+  g_setenv ("PASSLAB_CACHE_DIR", cache_dir, TRUE);
+  g_test_add_func ("/Passlab/Layout/calibration-keys-table", test_calibration_keys_and_table);
+  g_test_add_func ("/Passlab/Layout/resnet-analytic", test_resnet_analytic);
+  g_test_add_func ("/Passlab/Layout/resnet-table", test_resnet_table);
+  g_test_add_func ("/Passlab/Layout/resnet-force-nhwc", test_resnet_force_nhwc);
+  g_test_add_func ("/Passlab/Layout/idempotent", test_idempotent);
+  g_test_add_func ("/Passlab/Layout/fused-graph", test_fused_graph);
+  g_test_add_func ("/Passlab/Layout/mixed-optimum", test_mixed_optimum);
+  g_test_add_func ("/Passlab/Layout/measured-tiny-conv", test_measured_tiny_conv);
+  g_test_add_func ("/Passlab/Layout/bad-params", test_bad_params);
+  int status = g_test_run ();
+  remove_tree (cache_dir);
+  g_free (cache_dir);
+  return status;
+}
