@@ -113,6 +113,39 @@ last_use_step (const PlValue *v, GHashTable *steps)
   return last;
 }
 
+/* The graph outputs as a set: pl_value_is_output scans the output list. */
+static GHashTable *
+output_set (const PlGraph *g)
+{
+  GHashTable *outputs = g_hash_table_new (NULL, NULL);
+  for (guint i = 0; i < g->outputs->len; i++)
+    g_hash_table_add (outputs, g->outputs->pdata[i]);
+  return outputs;
+}
+
+/* v's live range [*first, *last] in a schedule of n steps (see the top of
+ * the file); false for a constant, or when there is nothing to be live in. */
+static bool
+live_range (const PlValue *v, GHashTable *steps, GHashTable *outputs, int n, int *first, int *last)
+{
+  if (v->constant != NULL || n == 0)
+    return false;
+  /* A value with neither producer nor data (only in graphs under
+   * construction) is treated like an input. */
+  *first = 0;
+  if (v->producer != NULL)
+    {
+      gpointer s;
+      if (!g_hash_table_lookup_extended (steps, v->producer, NULL, &s))
+        return false;   /* produced outside this graph's schedule: cannot happen in a verified graph */
+      *first = GPOINTER_TO_INT (s);
+    }
+  *last = MAX (*first, last_use_step (v, steps));
+  if (g_hash_table_contains (outputs, v))
+    *last = n - 1;
+  return true;
+}
+
 PlMemoryProfile *
 pl_memory_profile (const PlGraph *g, int64_t sym_size, GError **error)
 {
@@ -135,10 +168,7 @@ pl_memory_profile (const PlGraph *g, int64_t sym_size, GError **error)
    * host_delta: the same for host values. */
   g_autofree int64_t *delta = g_new0 (int64_t, n + 1);
   g_autofree int64_t *host_delta = g_new0 (int64_t, n + 1);
-  /* graph outputs as a set: pl_value_is_output scans the output list */
-  g_autoptr (GHashTable) outputs = g_hash_table_new (NULL, NULL);
-  for (guint i = 0; i < g->outputs->len; i++)
-    g_hash_table_add (outputs, g->outputs->pdata[i]);
+  g_autoptr (GHashTable) outputs = output_set (g);
 
   for (guint i = 0; i < g->values->len; i++)
     {
@@ -152,22 +182,9 @@ pl_memory_profile (const PlGraph *g, int64_t sym_size, GError **error)
         }
       if (v->is_input)
         p->input_bytes += bytes;
-      if (n == 0)
+      int first, last;
+      if (!live_range (v, steps, outputs, n, &first, &last))
         continue;
-
-      /* A value with neither producer nor data (only in graphs under
-       * construction) is treated like an input. */
-      int first = 0;
-      if (v->producer != NULL)
-        {
-          gpointer s;
-          if (!g_hash_table_lookup_extended (steps, v->producer, NULL, &s))
-            continue;   /* produced outside this graph's schedule: cannot happen in a verified graph */
-          first = GPOINTER_TO_INT (s);
-        }
-      int last = MAX (first, last_use_step (v, steps));
-      if (g_hash_table_contains (outputs, v))
-        last = n - 1;
 
       int64_t *d = pl_value_on_host (v) ? host_delta : delta;
       d[first] += bytes;
@@ -192,4 +209,23 @@ pl_memory_profile (const PlGraph *g, int64_t sym_size, GError **error)
   if (p->input_bytes > p->peak_bytes)
     p->peak_bytes = p->input_bytes;
   return p;
+}
+
+GPtrArray *
+pl_memory_profile_live_at (const PlMemoryProfile *p, const PlGraph *g, int step)
+{
+  g_return_val_if_fail (p != NULL && g != NULL, NULL);
+  GPtrArray *live = g_ptr_array_new ();
+  if (step < 0 || step >= p->n_steps)
+    return live;
+  g_autoptr (GHashTable) steps = step_index (p->order, p->n_steps);
+  g_autoptr (GHashTable) outputs = output_set (g);
+  for (guint i = 0; i < g->values->len; i++)
+    {
+      PlValue *v = g_ptr_array_index (g->values, i);
+      int first, last;
+      if (live_range (v, steps, outputs, p->n_steps, &first, &last) && first <= step && step <= last)
+        g_ptr_array_add (live, v);
+    }
+  return live;
 }

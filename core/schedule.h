@@ -34,6 +34,11 @@ bool             pl_value_on_host        (const PlValue *v);
  * produces them to their last use. Constants are reported separately. */
 PlMemoryProfile *pl_memory_profile       (const PlGraph *g, int64_t sym_size, GError **error);
 void             pl_memory_profile_free  (PlMemoryProfile *p);
+/* The values live while step runs in p, the profile of g: device and host
+ * alike (pl_value_on_host tells them apart), constants left out, in g's
+ * value order. The device ones' bytes sum to p->live_bytes[step] (with the
+ * same sym_size). Empty when step is out of range. g_ptr_array_unref it. */
+GPtrArray       *pl_memory_profile_live_at (const PlMemoryProfile *p, const PlGraph *g, int step);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (PlMemoryProfile, pl_memory_profile_free)
 

@@ -7,6 +7,7 @@
  * the memory plan and the report / trace JSON, and swapping under a device
  * budget (the training samples after grad and swap). Compiled objects are cached
  * under the build directory, so a second run compiles nothing. */
+#include "backend.h"
 #include "builtin-passes.h"
 #include "fusion.h"
 #include "kernel-plan.h"
@@ -17,6 +18,8 @@
 #include "text-format.h"
 #include "test-util.h"
 
+#include <float.h>
+#include <math.h>
 #include <string.h>
 
 #define PIPELINE "simplify,decompose,reshape-sink,fuse-library,fuse-loops"
@@ -605,6 +608,152 @@ test_bad_input (void)
   g_assert_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED);
 }
 
+/* --- vectorized math ---------------------------------------------------------------------------- */
+
+/* Error of `got` against the exact `want` in ulps of f32 at want's
+ * magnitude (subnormals: the smallest ulp). NaN must match NaN, a result
+ * rounding to inf must be inf of that sign, and vice versa. */
+static double
+ulps_f32 (float got, double want)
+{
+  if (isnan (want) || isnan (got))
+    return isnan (want) && isnan (got) ? 0 : INFINITY;
+  if (isinf ((float) want) || isinf (got))
+    return (float) want == got ? 0 : INFINITY;
+  int ex;
+  frexp (fabs (want), &ex);   /* |want| in [2^(ex-1), 2^ex) */
+  return fabs ((double) got - want) / ldexp (1.0, MAX (ex - 1, -126) - 23);
+}
+
+static double
+sigmoid_ref (double x)
+{
+  return 1.0 / (1.0 + exp (-x));
+}
+
+/* The math functions of the generated C (the prelude's inline exp and tanh,
+ * libmvec's erf, log, ... where the C library has it) in vectorized loops,
+ * against libm in double over the special values and a sweep of every
+ * 4099th f32 bit pattern (all signs and exponents) plus [-20, 20] densely.
+ * The tolerances are the ones the prelude documents. */
+static void
+test_vector_math (void)
+{
+  static const struct {
+    const char *name, *expr;
+    double (*ref) (double);
+    double max_ulps;
+  } fns[] = {
+    { "exp", "expf (x[i])", exp, 2 },         { "tanh", "tanhf (x[i])", tanh, 2 },
+    { "sigmoid", "pl_sigmoidf (x[i])", sigmoid_ref, 4 },
+    { "erf", "erff (x[i])", erf, 4 },         { "log", "logf (x[i])", log, 4 },
+    { "expm1", "expm1f (x[i])", expm1, 4 },   { "log1p", "log1pf (x[i])", log1p, 4 },
+  };
+  g_autofree char *prelude = pl_codegen_c_prelude ();
+  GString *src = g_string_new (prelude);
+  for (size_t f = 0; f < G_N_ELEMENTS (fns); f++)
+    g_string_append_printf (src, "void t_%s (const float *restrict x, float *restrict y, int64_t n)\n{\n"
+                            "#pragma omp simd\n  for (int64_t i = 0; i < n; i++)\n    y[i] = %s;\n}\n",
+                            fns[f].name, fns[f].expr);
+  g_autoptr (GError) error = NULL;
+  PlCpuModule *m = pl_cpu_module_compile (src->str, cache_dir, NULL, &error);
+  g_assert_no_error (error);
+  g_string_free (src, TRUE);
+
+  static const float special[] = {
+    0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, FLT_MIN, -FLT_MIN, FLT_MAX, -FLT_MAX, 0x1p-149f, -0x1p-149f,
+    1e-30f, -1e-30f, 1e-8f, -1e-8f, 0.5f, 0.625f, 0x1.3fffffp-1f, 1.0f, -1.0f, 2.0f, 9.0f, 10.0f, -10.0f,
+    88.0f, 88.72283f, 88.72284f, 89.0f, -87.0f, -87.33654f, -87.5f, -100.0f, -103.97207f, -103.98f, -104.0f,
+    -1000.0f, 1000.0f,
+  };
+  GArray *xs = g_array_new (FALSE, FALSE, sizeof (float));
+  g_array_append_vals (xs, special, G_N_ELEMENTS (special));
+  for (guint64 u = 0; u < ((guint64) 1 << 32); u += 4099)
+    {
+      guint32 bits = (guint32) u;
+      float x;
+      memcpy (&x, &bits, 4);
+      g_array_append_val (xs, x);
+    }
+  for (int i = -200000; i <= 200000; i++)
+    {
+      float x = (float) i * 1e-4f;
+      g_array_append_val (xs, x);
+    }
+  int64_t n = xs->len;
+  float *y = g_new (float, n);
+  for (size_t f = 0; f < G_N_ELEMENTS (fns); f++)
+    {
+      g_autofree char *sym = g_strdup_printf ("t_%s", fns[f].name);
+      void (*fn) (const float *, float *, int64_t) = (void (*) (const float *, float *, int64_t))
+        pl_cpu_module_symbol (m, sym);
+      g_assert_nonnull (fn);
+      fn ((const float *) xs->data, y, n);
+      double worst = 0;
+      int64_t at = 0;
+      for (int64_t i = 0; i < n; i++)
+        {
+          double e = ulps_f32 (y[i], fns[f].ref ((double) g_array_index (xs, float, i)));
+          if (e > worst)
+            worst = e, at = i;
+        }
+      float x = g_array_index (xs, float, at);
+      g_test_message ("%s: max error %.2f ulp at %a", fns[f].name, worst, x);
+      if (worst > fns[f].max_ulps)
+        g_error ("%s (%a) = %a, libm %a: %g ulp > %g", fns[f].name, x, y[at], fns[f].ref (x), worst, fns[f].max_ulps);
+    }
+  g_free (y);
+  g_array_free (xs, TRUE);
+  pl_cpu_module_free (m);
+}
+
+/* Rows stored through a staging row and non-temporal stores (outputs of
+ * 64 MiB and more): pl_stream at every alignment and length, then a softmax
+ * whose output is that large against the interpreter. */
+static void
+test_streaming_stores (void)
+{
+  g_autofree char *prelude = pl_codegen_c_prelude ();
+  g_autofree char *src = g_strconcat (prelude, "void t_stream (void *d, const void *s, size_t n) { pl_stream (d, s, n); "
+                                      "PL_SFENCE (); }\n", NULL);
+  g_autoptr (GError) error = NULL;
+  PlCpuModule *m = pl_cpu_module_compile (src, cache_dir, NULL, &error);
+  g_assert_no_error (error);
+  void (*stream) (void *, const void *, size_t) = (void (*) (void *, const void *, size_t))
+    pl_cpu_module_symbol (m, "t_stream");
+  g_assert_nonnull (stream);
+  guint8 *from = g_malloc (512), *to = g_malloc (512 + 128 + 64);
+  for (int i = 0; i < 512; i++)
+    from[i] = (guint8) (i * 7 + 1);
+  for (int off = 0; off < 64; off += 3)
+    for (int n = 0; n <= 300; n += 7)
+      {
+        memset (to, 0xee, 512 + 128 + 64);
+        guint8 *d = to + 64 + off;
+        stream (d, from + 1, (size_t) n);
+        g_assert_cmpmem (d, n, from + 1, n);
+        g_assert_cmpint (d[-1], ==, 0xee);
+        g_assert_cmpint (d[n], ==, 0xee);
+      }
+  g_free (from);
+  g_free (to);
+  pl_cpu_module_free (m);
+
+  g_autoptr (PlGraph) g = parse (
+    "graph big opset 17 {\n  input x: f32[16384, 1024]\n"
+    "  m = ReduceMax(x) {axes=[-1], keepdims=1}\n  d = Sub(x, m)\n  e = Exp(d)\n"
+    "  s = ReduceSum(e) {axes=[-1], keepdims=1}\n  y = Div(e, s)\n  output y\n}\n");
+  int n;
+  g_autofree PlNode **order = pl_graph_topo_order (g, &n, NULL);
+  PlNode *f = pl_fusion_create (g, order, n, PL_FUSION_KIND_INPUT, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlRunReport) r = check_graph (g, 21, 1e-5, 1e-6);
+  g_assert_cmpint (r->n_kernels, ==, 1);
+  PlExecutable *e = compile (g);
+  g_assert_nonnull (strstr (pl_executable_source (e, f->id), "pl_stream (out0 + (1024 * c0 + 0), st0"));
+  pl_executable_free (e);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -640,6 +789,8 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/cache", test_cache);
   g_test_add_func ("/Passlab/KernelsCpu/memory-and-trace", test_memory_and_trace);
   g_test_add_func ("/Passlab/KernelsCpu/bad-input", test_bad_input);
+  g_test_add_func ("/Passlab/KernelsCpu/vector-math", test_vector_math);
+  g_test_add_func ("/Passlab/KernelsCpu/streaming-stores", test_streaming_stores);
   g_test_add_data_func ("/Passlab/KernelsCpu/swap-budget/transformer_train", "transformer_train.graph", test_swap_budget);
   g_test_add_data_func ("/Passlab/KernelsCpu/swap-budget/resnet_train", "resnet_train.graph", test_swap_budget);
   int status = g_test_run ();

@@ -137,6 +137,27 @@ shot layer-norm-small 900 640 "$GRAPHS/layer_norm.graph" --passes simplify,decom
 shot group-norm-reshape-sink 1280 800 "$GRAPHS/group_norm.graph" --passes simplify,reshape-sink --step 2
 shot resnet-block 1400 900 "$GRAPHS/resnet_block.graph" --passes "$FULL"
 
+# Swapping (DESIGN.md §1.5): a training step, then swap insertion within 50%
+# of its peak, from a pipeline script (the place where passes take
+# parameters). The memory page: both curves, the budget, the peak's tensors.
+# The run panel after a cpu run: the copies on the kernel timeline, zoomed
+# in around the slowest one. (Small training steps: Graphviz takes minutes
+# over the transformer's swapped versions.)
+swap_lua="$OUT/swap-budget.lua"
+printf 'local passlab = require "passlab"\npasslab.run (graph, { "grad", { "swap", budget = "50%%" } })\n' > "$swap_lua"
+shot memory-profile-swap 1400 900 "$GRAPHS/resnet_train.graph" --script "$swap_lua" --page memory
+if command -v "${PASSLAB_CC:-cc}" >/dev/null 2>&1; then
+  shot swap-timeline 1400 900 "$GRAPHS/gelu_mlp.graph" --script "$swap_lua" --run-backend cpu
+else
+  n=$((n + 1)); echo "ok $n - swap-timeline # SKIP no C compiler for the cpu backend"
+fi
+# Data layouts (issue #7): the layout pass's step on the ResNet stack (edges
+# in NHWC / CHWN, the transforms, a conv's layout, kernel and costs), and
+# the tuning page after a small tile search (calibration and tuning time
+# kernels on this machine: the first run takes a minute or two).
+shot resnet-layout-step 1400 900 "$GRAPHS/resnet_stack.graph" --passes layout --select s1b1_conv1
+shot conv-tuning 1400 900 "$GRAPHS/resnet_block.graph" --tune conv1@NHWC --tune-trials 16
+
 # Bad input: clear messages, no crash, and still a picture of the window
 # showing the error (the screenshot is taken all the same).
 bad="$OUT/broken.graph"
@@ -148,8 +169,11 @@ refuse bad-pass "Bad pipeline" "$GRAPHS/softmax.graph" --passes simplify,no-such
 refuse bad-step "no step 9" "$GRAPHS/softmax.graph" --passes simplify --step 9 --screenshot "$OUT/x.png"
 refuse bad-node "no node called 'nope'" "$GRAPHS/softmax.graph" --select nope --screenshot "$OUT/x.png"
 refuse bad-size "wants WIDTHxHEIGHT" "$GRAPHS/softmax.graph" --size 12 --screenshot "$OUT/x.png"
+refuse bad-page "no page called 'nope'" "$GRAPHS/softmax.graph" --page nope --screenshot "$OUT/x.png"
 refuse no-file "needs a FILE" --screenshot "$OUT/x.png"
+refuse bad-tune "no convolution called 'relu1'" "$GRAPHS/resnet_block.graph" --tune relu1 --screenshot "$OUT/x.png"
+refuse bad-tune-layout "'NWHC' is no layout" "$GRAPHS/resnet_block.graph" --tune conv1@NWHC --screenshot "$OUT/x.png"
 
-rm -f "$OUT/check.pixdata"
+rm -f "$OUT/check.pixdata" "$swap_lua"
 echo "1..$n"
 exit $failed

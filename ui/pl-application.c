@@ -1,7 +1,8 @@
 /* pl-application.c — the passlab application.
  *
- * `passlab [FILE…] [--passes A,B] [--step K] [--select NODE]
- *          [--run-backend NAME] [--screenshot OUT.png] [--size WxH]`
+ * `passlab [FILE…] [--passes A,B] [--step K] [--select NODE] [--script S.lua]
+ *          [--run-backend NAME] [--tune CONV[@LAYOUT]] [--tune-trials N]
+ *          [--page NAME] [--screenshot OUT.png] [--size WxH]`
  * opens each FILE in a window; the options apply to the first one. With
  * --screenshot nothing waits for a person: once the window has loaded, run
  * and laid out, and a few frames have been drawn, the window is rendered to
@@ -20,6 +21,7 @@
 #include "pl-window-private.h"
 #include "pl-run-panel.h"
 #include "pl-script-panel.h"
+#include "pl-tune-panel.h"
 
 /* Frames drawn after the window went idle before the screenshot: the first
  * ones may still lay out the panes. */
@@ -40,6 +42,11 @@ struct _PlApplication
   int      script_state;    /* 0 not started, 1 running, 2 done */
   char    *run_backend;     /* --run-backend: time the step shown in the run panel once idle */
   int      run_state;       /* 0 not started, 1 running, 2 done */
+  char    *tune;            /* --tune: tune this conv on the tuning page once idle */
+  int      tune_trials;
+  int      tune_state;      /* 0 not started, 1 running, 2 done */
+  char    *page;            /* --page: the page under the canvas to show once idle */
+  gboolean page_shown;
   int      width, height;   /* 0: remembered / default */
 
   int      exit_status;
@@ -56,6 +63,9 @@ static const GOptionEntry option_entries[] = {
   { "select", 0, 0, G_OPTION_ARG_STRING, NULL, "Select the node (or value) called NODE and centre it", "NODE" },
   { "script", 0, 0, G_OPTION_ARG_FILENAME, NULL, "Run this Lua script in the script panel (on FILE's graph, if any) and show its pipeline", "SCRIPT.lua" },
   { "run-backend", 0, 0, G_OPTION_ARG_STRING, NULL, "Time the step shown on this backend in the run panel (reference, cpu, cuda)", "NAME" },
+  { "tune", 0, 0, G_OPTION_ARG_STRING, NULL, "Tune the tile of the Conv called CONV (in LAYOUT, else its own) on the Tuning page", "CONV[@LAYOUT]" },
+  { "tune-trials", 0, 0, G_OPTION_ARG_INT, NULL, "Trials per search for --tune (default: the page's)", "N" },
+  { "page", 0, 0, G_OPTION_ARG_STRING, NULL, "Show this page under the canvas once done (timeline, script, run, memory, …)", "NAME" },
   { "screenshot", 0, 0, G_OPTION_ARG_FILENAME, NULL, "Render the window to a PNG file and exit", "OUT.png" },
   { "size", 0, 0, G_OPTION_ARG_STRING, NULL, "Window size in pixels (default 1400x900)", "WxH" },
   { "version", 0, 0, G_OPTION_ARG_NONE, NULL, "Print the version and exit", NULL },
@@ -77,6 +87,8 @@ static const struct {
   { "win.zoom-in", { "<Control>plus", "<Control>equal", NULL } },
   { "win.zoom-out", { "<Control>minus", NULL } },
   { "win.hide-unchanged", { "<Control>h", NULL } },
+  { "win.tune-conv", { "<Control>t", NULL } },
+  { "win.tune-conv", { "<Control>t", NULL } },
   { "window.close", { "<Control>w", NULL } },
   { "app.quit", { "<Control>q", NULL } },
 };
@@ -163,6 +175,33 @@ screenshot_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer user_data)
 
 static void start_script (PlApplication *self, PlWindow *window);
 static void start_run (PlApplication *self, PlWindow *window);
+static void start_tune (PlApplication *self, PlWindow *window);
+
+/* Panels with tables and charts need more height than the timeline: give
+ * the bottom pane at least 360 px. */
+static void
+make_room_below (PlWindow *window)
+{
+  int h = gtk_widget_get_height (GTK_WIDGET (window->inner_paned));
+  if (h > 0 && h - gtk_paned_get_position (window->inner_paned) < 360)
+    gtk_paned_set_position (window->inner_paned, MAX (h - 360, h / 3));
+}
+
+/* --page: false (and the reason printed) when the window has no such page. */
+static gboolean
+show_page (PlApplication *self, PlWindow *window)
+{
+  if (!gtk_stack_get_child_by_name (window->bottom_stack, self->page))
+    {
+      g_printerr ("passlab: --page: there is no page called '%s'\n", self->page);
+      self->exit_status = 1;
+      return FALSE;
+    }
+  pl_window_show_bottom_page (window, self->page);
+  if (g_strcmp0 (self->page, "timeline") != 0)
+    make_room_below (window);
+  return TRUE;
+}
 
 static void
 on_window_busy (PlWindow *window, GParamSpec *pspec, PlApplication *self)
@@ -179,7 +218,25 @@ on_window_busy (PlWindow *window, GParamSpec *pspec, PlApplication *self)
       start_run (self, window);
       return;
     }
-  if (!self->screenshot || (self->script && self->script_state != 2) || (self->run_backend && self->run_state != 2))
+  if (self->tune && self->tune_state == 0 && (!self->script || self->script_state == 2)
+      && (!self->run_backend || self->run_state == 2))
+    {
+      start_tune (self, window);
+      return;
+    }
+  if ((self->script && self->script_state != 2) || (self->run_backend && self->run_state != 2)
+      || (self->tune && self->tune_state != 2))
+    return;
+  if (self->page && !self->page_shown)
+    {
+      self->page_shown = TRUE;
+      if (!show_page (self, window) && self->screenshot)
+        {
+          g_application_quit (G_APPLICATION (self));
+          return;
+        }
+    }
+  if (!self->screenshot)
     return;
   self->frames = 1;
   gtk_widget_add_tick_callback (GTK_WIDGET (window), screenshot_tick, self, NULL);
@@ -259,12 +316,17 @@ on_run_finished (PlRunPanel *panel, const char *error, PlApplication *self)
     }
   else
     {
-      /* Show the slowest kernel: its row, bar, code and node. */
+      /* Show the slowest kernel: its row, bar, code and node; with swap
+       * copies, the slowest copy (the timeline zooms in around it). */
       const PlRunReport *r = pl_run_panel_get_report (panel);
       int slowest = 0;
-      for (int i = 1; i < r->n_kernels; i++)
-        if (r->kernels[i].median_ms > r->kernels[slowest].median_ms)
-          slowest = i;
+      gboolean copy = FALSE;
+      for (int i = 0; i < r->n_kernels; i++)
+        {
+          gboolean is_copy = g_str_has_prefix (r->kernels[i].kind ? r->kernels[i].kind : "", "swap-");
+          if ((is_copy && !copy) || (is_copy == copy && r->kernels[i].median_ms > r->kernels[slowest].median_ms))
+            slowest = i, copy = is_copy;
+        }
       pl_run_panel_select_kernel (panel, r->n_kernels > 0 ? slowest : -1);
     }
   GtkRoot *window = gtk_widget_get_root (GTK_WIDGET (panel));
@@ -280,10 +342,7 @@ start_run (PlApplication *self, PlWindow *window)
   pl_backend_from_name (self->run_backend, &backend);  /* checked with the options */
   self->run_state = 1;
   pl_window_show_bottom_page (window, "run");
-  /* The table, the charts and the code need more height than the timeline. */
-  int h = gtk_widget_get_height (GTK_WIDGET (window->inner_paned));
-  if (h > 0 && h - gtk_paned_get_position (window->inner_paned) < 360)
-    gtk_paned_set_position (window->inner_paned, MAX (h - 360, h / 3));
+  make_room_below (window);
   pl_run_panel_set_backend (panel, backend);
   g_autoptr (GError) error = NULL;
   g_signal_connect (panel, "run-finished", G_CALLBACK (on_run_finished), self);
@@ -296,6 +355,67 @@ start_run (PlApplication *self, PlWindow *window)
       if (self->screenshot)
         g_application_quit (G_APPLICATION (self));
     }
+}
+
+/* --- --tune ----------------------------------------------------------------------------------- */
+
+static void
+on_tune_finished (PlTunePanel *panel, const char *error, PlApplication *self)
+{
+  g_signal_handlers_disconnect_by_func (panel, on_tune_finished, self);
+  self->tune_state = 2;
+  if (error)
+    {
+      g_printerr ("passlab: tuning failed: %s\n", error);
+      self->exit_status = 1;
+    }
+  else if (self->screenshot)
+    g_print ("%s\n", pl_tune_panel_get_verdict (panel));
+  GtkRoot *window = gtk_widget_get_root (GTK_WIDGET (panel));
+  if (PL_IS_WINDOW (window))
+    on_window_busy (PL_WINDOW (window), NULL, self);
+}
+
+/* Picks CONV[@LAYOUT] on the tuning page and starts it; false with error. */
+static gboolean
+tune_request (PlApplication *self, PlTunePanel *panel, GError **error)
+{
+  g_auto (GStrv) parts = g_strsplit (self->tune, "@", 2);
+  PlLayout layout = PL_LAYOUT_NCHW;
+  if (!pl_tune_panel_set_conv (panel, parts[0]))
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_INVALID, "--tune: no convolution called '%s' in the step shown", parts[0]);
+      return FALSE;
+    }
+  if (parts[1] && !pl_layout_parse (parts[1], &layout))
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_INVALID, "--tune: '%s' is no layout (NCHW, NHWC or CHWN)", parts[1]);
+      return FALSE;
+    }
+  if (parts[1])
+    pl_tune_panel_set_layout (panel, layout);
+  if (self->tune_trials > 0)
+    pl_tune_panel_set_trials (panel, self->tune_trials);
+  return pl_tune_panel_run (panel, error);
+}
+
+static void
+start_tune (PlApplication *self, PlWindow *window)
+{
+  PlTunePanel *panel = pl_tune_panel_get_for_window (window);
+  self->tune_state = 1;
+  pl_window_show_bottom_page (window, "tuning");
+  make_room_below (window);
+  g_autoptr (GError) error = NULL;
+  g_signal_connect (panel, "tune-finished", G_CALLBACK (on_tune_finished), self);
+  if (tune_request (self, panel, &error))
+    return;
+  g_signal_handlers_disconnect_by_func (panel, on_tune_finished, self);
+  g_printerr ("passlab: %s\n", error->message);
+  self->exit_status = 1;
+  self->tune_state = 2;
+  if (self->screenshot)
+    g_application_quit (G_APPLICATION (self));
 }
 
 /* --- opening ------------------------------------------------------------------------------- */
@@ -360,7 +480,8 @@ pl_application_open (GApplication *app, GFile **files, int n_files, const char *
                              && !pl_window_is_busy (PL_WINDOW (active))
                            ? PL_WINDOW (active)
                            : new_window (self);
-      if (i == 0 && ((self->script && self->script_state == 0) || self->run_backend))
+      if (i == 0 && ((self->script && self->script_state == 0) || self->run_backend || self->page
+                     || self->tune))
         g_signal_connect (window, "notify::busy", G_CALLBACK (on_window_busy), self);
       pl_window_open (window, files[i], i == 0 ? &request : NULL);
       gtk_window_present (GTK_WINDOW (window));
@@ -401,6 +522,7 @@ pl_application_handle_local_options (GApplication *app, GVariantDict *options)
   g_variant_dict_lookup (options, "passes", "s", &self->passes);
   g_variant_dict_lookup (options, "select", "s", &self->select);
   g_variant_dict_lookup (options, "screenshot", "^ay", &self->screenshot);
+  g_variant_dict_lookup (options, "page", "s", &self->page);
   g_variant_dict_lookup (options, "script", "^ay", &self->script);
   PlBackend backend;
   if (g_variant_dict_lookup (options, "run-backend", "s", &self->run_backend)
@@ -409,13 +531,19 @@ pl_application_handle_local_options (GApplication *app, GVariantDict *options)
       g_printerr ("passlab: --run-backend wants reference, cpu or cuda, not '%s'\n", self->run_backend);
       return 1;
     }
+  g_variant_dict_lookup (options, "tune", "s", &self->tune);
+  if (g_variant_dict_lookup (options, "tune-trials", "i", &self->tune_trials) && self->tune_trials < 1)
+    {
+      g_printerr ("passlab: --tune-trials wants a number of trials, 1 or more\n");
+      return 1;
+    }
   if (g_variant_dict_lookup (options, "step", "i", &self->step) && self->step < 0)
     {
       g_printerr ("passlab: --step wants a step number, 0 or more\n");
       return 1;
     }
   if (self->passes || self->select || self->screenshot || self->script || self->run_backend || self->step >= 0
-      || size)
+      || size || self->page || self->tune)
     g_application_set_flags (app, g_application_get_flags (app) | G_APPLICATION_NON_UNIQUE);
   return -1;
 }
@@ -448,6 +576,8 @@ pl_application_finalize (GObject *object)
   g_free (self->screenshot);
   g_free (self->script);
   g_free (self->run_backend);
+  g_free (self->page);
+  g_free (self->tune);
   G_OBJECT_CLASS (pl_application_parent_class)->finalize (object);
 }
 

@@ -836,6 +836,15 @@ pl_graph_canvas_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
         }
       else
         gtk_snapshot_append_texture (snapshot, cache_texture (self), &where);
+      /* What the layout colours mean, when the version has any (over the
+       * drawing, so it stays put while panning). */
+      bool transforms;
+      if (pl_graph_scene_layouts_shown (self->scene, &transforms) != 0 || transforms)
+        {
+          cairo_t *cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, w, h));
+          pl_graph_scene_draw_legend (self->scene, cr, w - 10, h - 10);
+          cairo_destroy (cr);
+        }
       self->draw_us = g_get_monotonic_time () - t0;
     }
   else
@@ -1057,7 +1066,8 @@ query_tooltip (GtkWidget *widget, int wx, int wy, gboolean keyboard, GtkTooltip 
   g_autofree char *sub = g_markup_escape_text (sub_raw != NULL ? sub_raw : "", -1);
   static const char *const states[] = { "", "", "\nadded in this step", "\nchanged in this step",
                                         "\nremoved in this step" };
-  g_autofree char *markup = g_strdup_printf ("<b>%s</b>\n%s%s%s%s", title, sub,
+  g_autofree char *detail = sc->detail[node] != NULL ? g_markup_printf_escaped ("\n%s", sc->detail[node]) : NULL;
+  g_autofree char *markup = g_strdup_printf ("<b>%s</b>\n%s%s%s%s%s", title, sub, detail != NULL ? detail : "",
                                              states[sc->node_state[node] % 5],
                                              sc->annotation[node] != NULL ? "\n" : "",
                                              sc->annotation[node] != NULL ? sc->annotation[node] : "");

@@ -10,12 +10,20 @@
  *                 with a thick border
  *   edges         dot's bezier routes with arrow heads, labelled "f32[2, 64]"
  *                 in small grey type; control edges dashed red
+ *   layouts       an edge carrying a value in a non-default data layout is
+ *                 drawn thicker in that layout's colour (NHWC teal, CHWN
+ *                 reddish purple) with the layout name in bold colour after
+ *                 its label; a LayoutTransform is a hexagon in the colour of
+ *                 the layout it makes, "→ NHWC" under its op; a Conv shows its
+ *                 layout and implementation on a third line
  *   diff          added: green outline and glow; changed: amber; removed:
  *                 a dashed grey ghost
  *   selection     thick blue outline; hover: the node's input edges and
  *                 producers in orange, its output edges and consumers in
  *                 purple (an orange/purple pair reads for most colour-blind
  *                 viewers)
+ *
+ * PNG and SVG files of a scene: pl-graph-export.c.
  *
  * Only what intersects the visible rectangle is drawn, and the level of
  * detail drops with the zoom: no text when it would be unreadable, and far
@@ -26,7 +34,6 @@
 
 #include "pl-graph-draw.h"
 
-#include <cairo-svg.h>
 #include <math.h>
 #include <pango/pangocairo.h>
 #include <string.h>
@@ -70,10 +77,39 @@ static const Rgb c_text = HEX (0x1e1e1e), c_subtext = HEX (0x5a5a5a), c_edge = H
                  c_lit_in = HEX (0xe66100), c_lit_out = HEX (0x5e3c99), c_cluster = HEX (0xf4f5f8),
                  c_cluster_border = HEX (0xa3a9b8), c_badge = HEX (0x3d3846);
 
+/* Per PlLayout: the edge colour (NCHW: the plain edge's) and a light tint
+ * for the fill of the transform that makes it. */
+G_STATIC_ASSERT (PL_LAYOUT_COUNT == 3);
+static const Rgb layout_line[PL_LAYOUT_COUNT] = {
+  [PL_LAYOUT_NCHW] = HEX (0x8c8c8c),
+  [PL_LAYOUT_NHWC] = HEX (0x00897b),  /* teal (Okabe–Ito bluish green, darker) */
+  [PL_LAYOUT_CHWN] = HEX (0xb0528f),  /* reddish purple */
+};
+static const Rgb layout_tint[PL_LAYOUT_COUNT] = {
+  [PL_LAYOUT_NCHW] = HEX (0xeeeeee),
+  [PL_LAYOUT_NHWC] = HEX (0xcdeee9),
+  [PL_LAYOUT_CHWN] = HEX (0xf3d9ea),
+};
+
 static void
 set_rgb (cairo_t *cr, Rgb c, double alpha)
 {
   cairo_set_source_rgba (cr, c.r, c.g, c.b, alpha);
+}
+
+static PlLayout
+layout_index (guint8 layout)
+{
+  return layout < PL_LAYOUT_COUNT ? (PlLayout) layout : PL_LAYOUT_NCHW;
+}
+
+void
+pl_graph_layout_colour (PlLayout layout, double *r, double *g, double *b)
+{
+  Rgb c = layout_line[layout_index (layout)];
+  *r = c.r;
+  *g = c.g;
+  *b = c.b;
 }
 
 static PlOpCategory
@@ -101,6 +137,18 @@ pl_graph_scene_new (PlGraphLayout *layout)
   s->subtitle = g_new0 (const char *, nn);
   s->cluster_subtitle = g_new0 (const char *, nc);
   s->edge_label = g_new0 (const char *, ne);
+  s->detail = g_new0 (const char *, nn);
+  s->node_layout = g_new0 (guint8, nn);
+  s->node_transform = g_new0 (guint8, nn);
+  s->edge_layout = g_new0 (guint8, ne);
+  for (int i = 0; i < layout->n_nodes; i++)
+    {
+      s->detail[i] = layout->nodes[i].detail;
+      s->node_layout[i] = layout->nodes[i].data_layout;
+      s->node_transform[i] = layout->nodes[i].transform;
+    }
+  for (int i = 0; i < layout->n_edges; i++)
+    s->edge_layout[i] = layout->edges[i].data_layout;
   s->annotation = g_new0 (char *, nn);
   s->node_lit = g_new0 (guint8, nn);
   s->edge_lit = g_new0 (guint8, ne);
@@ -145,6 +193,10 @@ pl_graph_scene_free (PlGraphScene *s)
   g_free (s->subtitle);
   g_free (s->cluster_subtitle);
   g_free (s->edge_label);
+  g_free (s->detail);
+  g_free (s->node_layout);
+  g_free (s->node_transform);
+  g_free (s->edge_layout);
   g_free (s->node_lit);
   g_free (s->edge_lit);
   g_free (s->edge_bbox);
@@ -215,6 +267,7 @@ pl_graph_scene_hit (const PlGraphScene *s, double x, double y, int *cluster)
 typedef struct {
   guint64     pair;
   const char *label;
+  PlLayout    layout;
 } EdgeRef;
 
 static int
@@ -269,6 +322,9 @@ mark_sketch (PlGraphScene *sc, const PlGraphSketch *sk, guint8 state, bool only_
             {
               sc->title[b] = sn->title;
               sc->subtitle[b] = sn->subtitle;
+              sc->detail[b] = sn->detail;
+              sc->node_layout[b] = sn->data_layout;
+              sc->node_transform[b] = sn->transform;
             }
         }
       else if (b <= -2 && (!only_hidden || sc->cluster_state[-2 - b] == PL_DRAW_HIDDEN))
@@ -284,7 +340,7 @@ mark_sketch (PlGraphScene *sc, const PlGraphSketch *sk, guint8 state, bool only_
       int a = edge_end (sc, box[e->from]), b = edge_end (sc, box[e->to]);
       if (a < 0 || b < 0 || a == b)
         continue;
-      EdgeRef r = { ((guint64) a << 32) | (guint) b, e->label };
+      EdgeRef r = { ((guint64) a << 32) | (guint) b, e->label, e->data_layout };
       g_array_append_val (edges, r);
     }
   g_array_sort (edges, edge_ref_cmp);
@@ -294,7 +350,7 @@ mark_sketch (PlGraphScene *sc, const PlGraphSketch *sk, guint8 state, bool only_
 static const EdgeRef *
 find_edge (GArray *edges, const PlLayoutEdge *e)
 {
-  EdgeRef key = { ((guint64) e->from << 32) | (guint) e->to, NULL };
+  EdgeRef key = { ((guint64) e->from << 32) | (guint) e->to, NULL, PL_LAYOUT_NCHW };
   return edges != NULL ? bsearch (&key, edges->data, edges->len, sizeof (EdgeRef), edge_ref_cmp) : NULL;
 }
 
@@ -314,7 +370,22 @@ pl_graph_scene_show (PlGraphScene *sc, const PlGraphSketch *shown, const PlGraph
   memset (sc->edge_label, 0, sizeof (char *) * ne);
   memset (sc->cluster_subtitle, 0, sizeof (char *) * nc);
   if (shown == NULL)
-    return;
+    {
+      /* The layout's own texts and layouts. */
+      for (int i = 0; i < l->n_nodes; i++)
+        {
+          sc->detail[i] = l->nodes[i].detail;
+          sc->node_layout[i] = l->nodes[i].data_layout;
+          sc->node_transform[i] = l->nodes[i].transform;
+        }
+      for (int i = 0; i < l->n_edges; i++)
+        sc->edge_layout[i] = l->edges[i].data_layout;
+      return;
+    }
+  memset (sc->detail, 0, sizeof (char *) * nn);
+  memset (sc->node_layout, 0, nn);
+  memset (sc->node_transform, 0, nn);
+  memset (sc->edge_layout, 0, ne);
 
   g_autoptr (GArray) cur = mark_sketch (sc, shown, PL_DRAW_NORMAL, false);
   g_autoptr (GArray) old = NULL;
@@ -351,6 +422,7 @@ pl_graph_scene_show (PlGraphScene *sc, const PlGraphSketch *shown, const PlGraph
         {
           sc->edge_state[i] = PL_DRAW_NORMAL;
           sc->edge_label[i] = r->label;
+          sc->edge_layout[i] = r->layout;
         }
       else if ((r = find_edge (old, e)) != NULL)
         {
@@ -382,19 +454,38 @@ rounded_rect (cairo_t *cr, double x, double y, double w, double h, double r)
   cairo_close_path (cr);
 }
 
-/* The path of node n's shape, grown by `grow` on every side. */
+/* A box with pointed left and right ends: a LayoutTransform. */
 static void
-node_path (cairo_t *cr, const PlLayoutNode *n, double grow)
+hexagon (cairo_t *cr, double x, double y, double w, double h)
 {
+  double tip = MIN (h * 0.3, w / 4);
+  cairo_new_sub_path (cr);
+  cairo_move_to (cr, x + tip, y);
+  cairo_line_to (cr, x + w - tip, y);
+  cairo_line_to (cr, x + w, y + h / 2);
+  cairo_line_to (cr, x + w - tip, y + h);
+  cairo_line_to (cr, x + tip, y + h);
+  cairo_line_to (cr, x, y + h / 2);
+  cairo_close_path (cr);
+}
+
+/* The path of node i's shape, grown by `grow` on every side. */
+static void
+node_path (cairo_t *cr, const PlGraphScene *s, int i, double grow)
+{
+  const PlLayoutNode *n = &s->layout->nodes[i];
   double x = n->x - n->width / 2 - grow, y = n->y - n->height / 2 - grow;
   double w = n->width + 2 * grow, h = n->height + 2 * grow;
   bool pill = n->kind != PL_LAYOUT_NODE_OP && n->kind != PL_LAYOUT_NODE_FUSION;
-  rounded_rect (cr, x, y, w, h, pill ? h / 2 : CORNER + grow);
+  if (s->node_transform[i] && n->kind == PL_LAYOUT_NODE_OP)
+    hexagon (cr, x, y, w, h);
+  else
+    rounded_rect (cr, x, y, w, h, pill ? h / 2 : CORNER + grow);
 }
 
 typedef struct {
   PangoLayout          *layout;
-  PangoFontDescription *title, *subtitle, *small, *small_bold, *edge, *cluster;
+  PangoFontDescription *title, *subtitle, *small, *small_bold, *edge, *edge_bold, *cluster;
 } Text;
 
 static PangoFontDescription *
@@ -422,6 +513,7 @@ text_init (Text *t, cairo_t *cr)
   t->small = font (PL_LAYOUT_SMALL_SIZE, PANGO_WEIGHT_NORMAL);
   t->small_bold = font (PL_LAYOUT_SMALL_SIZE, PANGO_WEIGHT_BOLD);
   t->edge = font (PL_LAYOUT_EDGE_LABEL_SIZE, PANGO_WEIGHT_NORMAL);
+  t->edge_bold = font (PL_LAYOUT_EDGE_LABEL_SIZE, PANGO_WEIGHT_BOLD);
   t->cluster = font (10.0, PANGO_WEIGHT_BOLD);
 }
 
@@ -434,6 +526,7 @@ text_clear (Text *t)
   pango_font_description_free (t->small);
   pango_font_description_free (t->small_bold);
   pango_font_description_free (t->edge);
+  pango_font_description_free (t->edge_bold);
   pango_font_description_free (t->cluster);
 }
 
@@ -465,21 +558,22 @@ show_text (cairo_t *cr, Text *t, const char *s, PangoFontDescription *fd, double
 
 /* --- nodes ------------------------------------------------------------------------ */
 
-static const char *
-node_title (const PlGraphScene *s, int i)
+const char *
+pl_graph_scene_node_title (const PlGraphScene *s, int i)
 {
   return s->title[i] != NULL ? s->title[i] : s->layout->nodes[i].title;
 }
 
-static const char *
-node_subtitle (const PlGraphScene *s, int i)
+const char *
+pl_graph_scene_node_subtitle (const PlGraphScene *s, int i)
 {
   return s->subtitle[i] != NULL ? s->subtitle[i] : s->layout->nodes[i].subtitle;
 }
 
 static void
-node_colors (const PlLayoutNode *n, Rgb *fill, Rgb *border)
+node_colors (const PlGraphScene *s, int i, Rgb *fill, Rgb *border)
 {
+  const PlLayoutNode *n = &s->layout->nodes[i];
   switch (n->kind)
     {
     case PL_LAYOUT_NODE_INPUT:    *fill = (Rgb) HEX (0xffffff); *border = (Rgb) HEX (0x6f7a8c); break;
@@ -488,6 +582,12 @@ node_colors (const PlLayoutNode *n, Rgb *fill, Rgb *border)
     case PL_LAYOUT_NODE_OP:
     case PL_LAYOUT_NODE_FUSION:
     default:
+      if (s->node_transform[i])
+        {
+          *fill = layout_tint[layout_index (s->node_layout[i])];
+          *border = layout_line[layout_index (s->node_layout[i])];
+          break;
+        }
       *fill = cat_fill[category_of (n)];
       *border = cat_border[category_of (n)];
     }
@@ -497,30 +597,29 @@ node_colors (const PlLayoutNode *n, Rgb *fill, Rgb *border)
 static void
 node_halo (const PlGraphScene *s, cairo_t *cr, int i, double zoom)
 {
-  const PlLayoutNode *n = &s->layout->nodes[i];
   guint8 st = s->node_state[i];
   double px = 1.0 / zoom;  /* one screen pixel, so halos stay visible far out */
   if (st == PL_DRAW_ADDED || st == PL_DRAW_CHANGED)
     {
       Rgb c = st == PL_DRAW_ADDED ? c_added : c_changed;
-      node_path (cr, n, MAX (4.0, 3 * px));
+      node_path (cr, s, i, MAX (4.0, 3 * px));
       set_rgb (cr, c, 0.28);
       cairo_fill (cr);
-      node_path (cr, n, 1.0);
+      node_path (cr, s, i, 1.0);
       set_rgb (cr, c, 1.0);
       cairo_set_line_width (cr, MAX (2.5, 2 * px));
       cairo_stroke (cr);
     }
   if (s->node_lit[i] != 0 && i != s->hover)
     {
-      node_path (cr, n, 1.5);
+      node_path (cr, s, i, 1.5);
       set_rgb (cr, (s->node_lit[i] & PL_LIT_INPUT) ? c_lit_in : c_lit_out, 1.0);
       cairo_set_line_width (cr, MAX (2.0, 2 * px));
       cairo_stroke (cr);
     }
   if (i == s->selected || i == s->hover)
     {
-      node_path (cr, n, i == s->selected ? 2.5 : 1.5);
+      node_path (cr, s, i, i == s->selected ? 2.5 : 1.5);
       set_rgb (cr, i == s->selected ? c_select : c_badge, i == s->selected ? 1.0 : 0.7);
       cairo_set_line_width (cr, MAX (i == s->selected ? 3.0 : 2.0, 2 * px));
       cairo_stroke (cr);
@@ -552,10 +651,10 @@ draw_node (const PlGraphScene *s, cairo_t *cr, Text *t, int i, double zoom)
   guint8 st = s->node_state[i];
   bool ghost = st == PL_DRAW_REMOVED;
   Rgb fill, border;
-  node_colors (n, &fill, &border);
+  node_colors (s, i, &fill, &border);
 
   node_halo (s, cr, i, zoom);
-  node_path (cr, n, 0);
+  node_path (cr, s, i, 0);
   if (ghost)
     {
       cairo_set_source_rgba (cr, 1, 1, 1, 0.5);
@@ -572,7 +671,7 @@ draw_node (const PlGraphScene *s, cairo_t *cr, Text *t, int i, double zoom)
       set_rgb (cr, fill, 1.0);
       cairo_fill_preserve (cr);
       set_rgb (cr, border, 1.0);
-      cairo_set_line_width (cr, n->kind == PL_LAYOUT_NODE_OUTPUT ? 2.0 : 1.0);
+      cairo_set_line_width (cr, n->kind == PL_LAYOUT_NODE_OUTPUT || s->node_transform[i] ? 2.0 : 1.0);
       if (category_of (n) == PL_CAT_OPAQUE && n->kind == PL_LAYOUT_NODE_OP)
         {
           static const double dash[] = { 3.0, 2.0 };
@@ -583,7 +682,7 @@ draw_node (const PlGraphScene *s, cairo_t *cr, Text *t, int i, double zoom)
       if (n->kind == PL_LAYOUT_NODE_FUSION)
         {
           /* A collapsed fusion: a second border says "there is more inside". */
-          node_path (cr, n, -3.0);
+          node_path (cr, s, i, -3.0);
           cairo_set_line_width (cr, 0.8);
           cairo_stroke (cr);
         }
@@ -592,21 +691,33 @@ draw_node (const PlGraphScene *s, cairo_t *cr, Text *t, int i, double zoom)
     return;
 
   double alpha = ghost ? 0.55 : 1.0;
-  double max_w = n->width - 10;
+  double max_w = n->width - (s->node_transform[i] ? 18 : 10);
   bool box = n->kind == PL_LAYOUT_NODE_OP || n->kind == PL_LAYOUT_NODE_FUSION;
+  const char *detail = box ? s->detail[i] : NULL;
+  double up = detail != NULL ? 6.0 : 0.0;  /* room for the third line */
   set_rgb (cr, c_text, alpha);
-  show_text (cr, t, node_title (s, i), box ? t->title : t->small_bold, n->x,
-             n->y - (box ? 7.0 : 6.0), max_w, false, NULL, NULL);
+  show_text (cr, t, pl_graph_scene_node_title (s, i), box ? t->title : t->small_bold, n->x,
+             n->y - (box ? 7.0 : 6.0) - up, max_w, false, NULL, NULL);
   set_rgb (cr, c_subtext, alpha);
-  show_text (cr, t, node_subtitle (s, i), box ? t->subtitle : t->small, n->x,
-             n->y + (box ? 8.0 : 6.5), max_w, false, NULL, NULL);
+  show_text (cr, t, pl_graph_scene_node_subtitle (s, i), box ? t->subtitle : t->small, n->x,
+             n->y + (box ? 8.0 : 6.5) - up, max_w, false, NULL, NULL);
+  if (detail != NULL)
+    {
+      /* A default-layout detail (an NCHW conv's impl) in the plain text colour. */
+      PlLayout lay = layout_index (s->node_layout[i]);
+      set_rgb (cr, lay == PL_LAYOUT_NCHW ? c_subtext : layout_line[lay], alpha);
+      show_text (cr, t, detail, t->small_bold, n->x, n->y + 20.0 - up, max_w, false, NULL, NULL);
+    }
   if (s->annotation[i] != NULL && !ghost)
     draw_badge (cr, t, n, s->annotation[i]);
 }
 
 /* --- edges ----------------------------------------------------------------------- */
 
-typedef enum { STYLE_DATA, STYLE_CONST, STYLE_CONTROL, STYLE_GHOST, STYLE_IN, STYLE_OUT, N_STYLES } EdgeStyle;
+/* STYLE_NHWC, STYLE_CHWN: data in that layout (STYLE_DATA - 1 + layout). */
+typedef enum { STYLE_DATA, STYLE_NHWC, STYLE_CHWN, STYLE_CONST, STYLE_CONTROL, STYLE_GHOST, STYLE_IN, STYLE_OUT,
+               N_STYLES } EdgeStyle;
+G_STATIC_ASSERT (STYLE_DATA + PL_LAYOUT_NHWC == STYLE_NHWC && STYLE_DATA + PL_LAYOUT_CHWN == STYLE_CHWN);
 
 static EdgeStyle
 edge_style (const PlGraphScene *s, int i)
@@ -620,6 +731,8 @@ edge_style (const PlGraphScene *s, int i)
     return STYLE_GHOST;
   if (e->control)
     return STYLE_CONTROL;
+  if (s->edge_layout[i] != PL_LAYOUT_NCHW)
+    return STYLE_DATA + layout_index (s->edge_layout[i]);
   if (s->layout->nodes[e->from].kind == PL_LAYOUT_NODE_CONSTANT)
     return STYLE_CONST;
   return STYLE_DATA;
@@ -640,6 +753,9 @@ style_stroke (cairo_t *cr, EdgeStyle st, double zoom)
     case STYLE_CONTROL: set_rgb (cr, c_control, 0.9); cairo_set_line_width (cr, 1.2);
                         cairo_set_dash (cr, dash, 2, 0); break;
     case STYLE_CONST:   set_rgb (cr, c_edge_const, 1.0); cairo_set_line_width (cr, MAX (1.0, 0.6 * px)); break;
+    case STYLE_NHWC:
+    case STYLE_CHWN:    set_rgb (cr, layout_line[st - STYLE_DATA], 1.0);
+                        cairo_set_line_width (cr, MAX (2.0, 1.5 * px)); break;
     case STYLE_DATA:
     case N_STYLES:
     default:            set_rgb (cr, c_edge, 1.0);    cairo_set_line_width (cr, MAX (1.2, 0.8 * px)); break;
@@ -721,6 +837,62 @@ draw_edges (const PlGraphScene *s, cairo_t *cr, double x0, double y0, double x1,
     }
 }
 
+/* Sets the text of t's layout (len bytes of s, -1: all) and returns its size. */
+static double
+set_text (Text *t, PangoFontDescription *fd, const char *s, int len, double *h)
+{
+  PangoRectangle r;
+  pango_layout_set_font_description (t->layout, fd);
+  pango_layout_set_width (t->layout, -1);
+  pango_layout_set_text (t->layout, s, len);
+  pango_layout_get_extents (t->layout, NULL, &r);
+  *h = (double) r.height / PANGO_SCALE;
+  return (double) r.width / PANGO_SCALE;
+}
+
+/* "f32[1, 64, 56, 56]" in grey, then for a non-default layout its name in
+ * white on the layout's colour (the sketch's " @NHWC" suffix, or alone
+ * where the layout has no labels). */
+static void
+draw_edge_label (const PlGraphScene *s, cairo_t *cr, Text *t, int i, const char *label)
+{
+  const PlLayoutEdge *e = &s->layout->edges[i];
+  PlLayout lay = layout_index (s->edge_layout[i]);
+  const char *suffix = lay != PL_LAYOUT_NCHW ? pl_layout_name (lay) : NULL;
+  int len = label != NULL ? (int) strlen (label) : 0;
+  const char *at = suffix != NULL && label != NULL ? g_strrstr (label, " @") : NULL;
+  if (at != NULL)
+    len = (int) (at - label);
+  double h = 0, hs = 0;
+  double wp = len > 0 ? set_text (t, t->edge, label, len, &h) : 0;
+  double ws = suffix != NULL ? set_text (t, t->edge_bold, suffix, -1, &hs) + 6 : 0;
+  double gap = wp > 0 && ws > 0 ? 3 : 0, w = wp + gap + ws;
+  h = MAX (h, hs);
+  double x = e->label_x - w / 2, y = e->label_y - h / 2;
+  /* A halo of the background keeps labels readable over edges. */
+  rounded_rect (cr, x - 1.5, y, w + 3, h, 2);
+  cairo_set_source_rgba (cr, 0.973, 0.976, 0.984, 0.8);
+  cairo_fill (cr);
+  if (wp > 0)
+    {
+      set_text (t, t->edge, label, len, &h);
+      set_rgb (cr, s->edge_lit[i] ? c_subtext : c_ghost, s->edge_state[i] == PL_DRAW_REMOVED ? 0.5 : 1.0);
+      cairo_move_to (cr, x, e->label_y - h / 2);
+      pango_cairo_show_layout (cr, t->layout);
+    }
+  if (suffix != NULL)
+    {
+      double xs = x + wp + gap;
+      rounded_rect (cr, xs, e->label_y - hs / 2 - 0.5, ws, hs + 1, (hs + 1) / 2);
+      set_rgb (cr, layout_line[lay], 1.0);
+      cairo_fill (cr);
+      set_text (t, t->edge_bold, suffix, -1, &hs);
+      cairo_set_source_rgb (cr, 1, 1, 1);
+      cairo_move_to (cr, xs + 3, e->label_y - hs / 2);
+      pango_cairo_show_layout (cr, t->layout);
+    }
+}
+
 static void
 draw_edge_labels (const PlGraphScene *s, cairo_t *cr, Text *t, double x0, double y0, double x1,
                   double y1)
@@ -730,22 +902,10 @@ draw_edge_labels (const PlGraphScene *s, cairo_t *cr, Text *t, double x0, double
     {
       const PlLayoutEdge *e = &l->edges[i];
       const char *label = s->edge_label[i] != NULL ? s->edge_label[i] : e->label;
-      if (label == NULL || s->edge_state[i] == PL_DRAW_HIDDEN || e->label_x < x0 - 60
-          || e->label_x > x1 + 60 || e->label_y < y0 - 10 || e->label_y > y1 + 10)
+      if ((label == NULL && s->edge_layout[i] == PL_LAYOUT_NCHW) || s->edge_state[i] == PL_DRAW_HIDDEN
+          || e->label_x < x0 - 60 || e->label_x > x1 + 60 || e->label_y < y0 - 10 || e->label_y > y1 + 10)
         continue;
-      /* A halo of the background keeps labels readable over edges. */
-      PangoRectangle r;
-      pango_layout_set_font_description (t->layout, t->edge);
-      pango_layout_set_width (t->layout, -1);
-      pango_layout_set_text (t->layout, label, -1);
-      pango_layout_get_extents (t->layout, NULL, &r);
-      double w = (double) r.width / PANGO_SCALE, h = (double) r.height / PANGO_SCALE;
-      rounded_rect (cr, e->label_x - w / 2 - 1.5, e->label_y - h / 2, w + 3, h, 2);
-      cairo_set_source_rgba (cr, 0.973, 0.976, 0.984, 0.8);
-      cairo_fill (cr);
-      set_rgb (cr, s->edge_lit[i] ? c_subtext : c_ghost, s->edge_state[i] == PL_DRAW_REMOVED ? 0.5 : 1.0);
-      cairo_move_to (cr, e->label_x - w / 2, e->label_y - h / 2);
-      pango_cairo_show_layout (cr, t->layout);
+      draw_edge_label (s, cr, t, i, label);
     }
 }
 
@@ -800,6 +960,15 @@ draw_clusters (const PlGraphScene *s, cairo_t *cr, Text *t, double x0, double y0
 /* --- the whole picture ----------------------------------------------------------- */
 
 static bool
+node_visible (const PlLayoutNode *n, double x0, double y0, double x1, double y1);
+
+bool
+pl_graph_scene_node_visible (const PlGraphScene *s, int i, double x0, double y0, double x1, double y1)
+{
+  return s->node_state[i] != PL_DRAW_HIDDEN && node_visible (&s->layout->nodes[i], x0, y0, x1, y1);
+}
+
+static bool
 node_visible (const PlLayoutNode *n, double x0, double y0, double x1, double y1)
 {
   return n->x + n->width / 2 + 8 >= x0 && n->x - n->width / 2 - 8 <= x1
@@ -813,7 +982,7 @@ draw_nodes_simple (const PlGraphScene *s, cairo_t *cr, double x0, double y0, dou
 {
   const PlGraphLayout *l = s->layout;
   double min = 1.5 / zoom;  /* at least ~1.5 px, so a far overview still shows every node */
-  for (int pass = 0; pass <= PL_CAT_COUNT; pass++)
+  for (int pass = 0; pass <= PL_CAT_COUNT + PL_LAYOUT_COUNT; pass++)
     {
       bool any = false;
       for (int i = 0; i < l->n_nodes; i++)
@@ -822,9 +991,12 @@ draw_nodes_simple (const PlGraphScene *s, cairo_t *cr, double x0, double y0, dou
           guint8 st = s->node_state[i];
           if (st == PL_DRAW_HIDDEN || !node_visible (n, x0, y0, x1, y1))
             continue;
-          /* Passes 0..COUNT-1: op categories; pass COUNT: pills and ghosts. */
+          /* Passes 0..COUNT-1: op categories; pass COUNT: pills and ghosts;
+           * then one per layout: the transforms into it. */
           bool pill = n->kind != PL_LAYOUT_NODE_OP && n->kind != PL_LAYOUT_NODE_FUSION;
-          int want = pill || st == PL_DRAW_REMOVED ? PL_CAT_COUNT : (int) category_of (n);
+          int want = pill || st == PL_DRAW_REMOVED ? PL_CAT_COUNT
+                     : s->node_transform[i] ? PL_CAT_COUNT + 1 + (int) layout_index (s->node_layout[i])
+                                    : (int) category_of (n);
           if (want != pass)
             continue;
           double w = MAX (n->width, min), h = MAX (n->height, min);
@@ -835,6 +1007,8 @@ draw_nodes_simple (const PlGraphScene *s, cairo_t *cr, double x0, double y0, dou
         continue;
       if (pass == PL_CAT_COUNT)
         set_rgb (cr, c_ghost, 0.8);
+      else if (pass > PL_CAT_COUNT)
+        set_rgb (cr, layout_line[pass - PL_CAT_COUNT - 1], 1.0);
       else
         set_rgb (cr, cat_border[pass], 1.0);
       cairo_fill (cr);
@@ -882,109 +1056,108 @@ pl_graph_scene_draw (const PlGraphScene *s, cairo_t *cr, double x0, double y0, d
   text_clear (&t);
 }
 
-/* --- export ------------------------------------------------------------------------ */
+/* --- the layout legend ------------------------------------------------------------ */
 
-/* The invisible, searchable text layer of an SVG: cairo writes glyphs as
- * paths, so without it no viewer could find a node by name. */
-static char *
-svg_text_layer (const PlGraphScene *s, double x, double y, double w, double h, double scale)
+guint
+pl_graph_scene_layouts_shown (const PlGraphScene *s, bool *transforms)
 {
+  g_return_val_if_fail (s != NULL, 0);
   const PlGraphLayout *l = s->layout;
-  char sc[G_ASCII_DTOSTR_BUF_SIZE];
-  g_ascii_formatd (sc, sizeof sc, "%.4f", scale);
-  GString *out = g_string_new (NULL);
-  g_string_append_printf (out, "<g id=\"passlab-text\" transform=\"scale(%s)\" fill=\"#000000\" "
-                          "fill-opacity=\"0\" font-family=\"sans-serif\" font-size=\"9\">\n", sc);
-  for (int i = 0; i < l->n_nodes; i++)
-    {
-      const PlLayoutNode *n = &l->nodes[i];
-      if (s->node_state[i] == PL_DRAW_HIDDEN || !node_visible (n, x, y, x + w, y + h))
-        continue;
-      g_autofree char *title = g_markup_escape_text (node_title (s, i), -1);
-      g_autofree char *sub = g_markup_escape_text (node_subtitle (s, i) != NULL ? node_subtitle (s, i) : "", -1);
-      char bx[G_ASCII_DTOSTR_BUF_SIZE], by[G_ASCII_DTOSTR_BUF_SIZE];
-      g_ascii_formatd (bx, sizeof bx, "%.1f", n->x - n->width / 2 + 4 - x);
-      g_ascii_formatd (by, sizeof by, "%.1f", n->y - y);
-      g_string_append_printf (out, "<text x=\"%s\" y=\"%s\"><title>%s %s</title>%s %s</text>\n",
-                              bx, by, title, sub, title, sub);
-    }
-  g_string_append (out, "</g>\n");
-  return g_string_free (out, FALSE);
+  guint bits = 0;
+  for (int i = 0; i < l->n_edges; i++)
+    if (s->edge_state[i] != PL_DRAW_HIDDEN && s->edge_state[i] != PL_DRAW_REMOVED
+        && s->edge_layout[i] != PL_LAYOUT_NCHW)
+      bits |= 1u << layout_index (s->edge_layout[i]);
+  bool any = false;
+  for (int i = 0; i < l->n_nodes && !any; i++)
+    any = s->node_transform[i] && s->node_state[i] != PL_DRAW_HIDDEN && s->node_state[i] != PL_DRAW_REMOVED;
+  if (transforms != NULL)
+    *transforms = any;
+  return bits;
 }
 
-static bool
-svg_add_text_layer (const char *path, const char *layer, GError **error)
+/* One legend entry at x: a swatch then text; returns the x after it. */
+static double
+legend_entry (cairo_t *cr, PangoLayout *pl, double x, double cy, PlLayout lay, bool hexagon_swatch,
+              const char *text, bool draw)
 {
-  g_autofree char *svg = NULL;
-  gsize len = 0;
-  if (!g_file_get_contents (path, &svg, &len, error))
-    return false;
-  char *end = g_strrstr (svg, "</svg>");
-  if (end == NULL)
-    return true;
-  *end = '\0';
-  g_autofree char *joined = g_strconcat (svg, layer, "</svg>\n", NULL);
-  return g_file_set_contents (path, joined, -1, error);
+  if (draw)
+    {
+      if (hexagon_swatch)
+        {
+          hexagon (cr, x, cy - 6, 22, 12);
+          set_rgb (cr, layout_tint[lay], 1.0);
+          cairo_fill_preserve (cr);
+          set_rgb (cr, layout_line[lay], 1.0);
+          cairo_set_line_width (cr, 1.5);
+          cairo_stroke (cr);
+        }
+      else
+        {
+          cairo_move_to (cr, x, cy);
+          cairo_line_to (cr, x + 22, cy);
+          set_rgb (cr, layout_line[lay], 1.0);
+          cairo_set_line_width (cr, 2.5);
+          cairo_stroke (cr);
+        }
+    }
+  pango_layout_set_text (pl, text, -1);
+  int tw, th;
+  pango_layout_get_pixel_size (pl, &tw, &th);
+  if (draw)
+    {
+      set_rgb (cr, c_text, 0.9);
+      cairo_move_to (cr, x + 27, cy - th / 2.0);
+      pango_cairo_show_layout (cr, pl);
+    }
+  return x + 27 + tw + 14;
 }
 
-bool
-pl_graph_scene_export (const PlGraphScene *s, const char *path, double x, double y, double w,
-                       double h, double scale, GError **error)
+/* The entries in a row starting at x; returns the row's width. */
+static double
+legend_row (const PlGraphScene *s, cairo_t *cr, PangoLayout *pl, double x, double cy, bool draw)
 {
-  g_return_val_if_fail (s != NULL && path != NULL, false);
-  bool svg = g_str_has_suffix (path, ".svg") || g_str_has_suffix (path, ".SVG");
-  bool png = g_str_has_suffix (path, ".png") || g_str_has_suffix (path, ".PNG");
-  if (!svg && !png)
+  bool transforms;
+  guint bits = pl_graph_scene_layouts_shown (s, &transforms);
+  double x0 = x;
+  for (int lay = PL_LAYOUT_NHWC; lay < PL_LAYOUT_COUNT; lay++)
+    if (bits & (1u << lay))
+      {
+        g_autofree char *text = g_strdup_printf ("%s data", pl_layout_name (lay));
+        x = legend_entry (cr, pl, x, cy, lay, false, text, draw);
+      }
+  if (transforms)
     {
-      g_set_error (error, PL_ERROR, PL_ERROR_IO, "cannot export %s: the name must end in .png or .svg", path);
-      return false;
+      /* The swatch takes the first layout shown (most graphs use one). */
+      PlLayout lay = PL_LAYOUT_NHWC;
+      for (int k = PL_LAYOUT_COUNT - 1; k > PL_LAYOUT_NCHW; k--)
+        if (bits & (1u << k))
+          lay = k;
+      x = legend_entry (cr, pl, x, cy, lay, true, "layout transform", draw);
     }
-  if (w <= 0 || h <= 0 || scale <= 0)
-    {
-      g_set_error (error, PL_ERROR, PL_ERROR_IO, "cannot export %s: nothing to draw", path);
-      return false;
-    }
-  if (png)
-    {
-      /* Cairo images are limited to 32,767 pixels a side; memory to less. */
-      scale = MIN (scale, 16384.0 / MAX (w, h));
-      scale = MIN (scale, sqrt (64e6 / (w * h)));
-    }
-  int pw = MAX (1, (int) ceil (w * scale)), ph = MAX (1, (int) ceil (h * scale));
-  cairo_surface_t *surface = svg ? cairo_svg_surface_create (path, w * scale, h * scale)
-                                 : cairo_image_surface_create (CAIRO_FORMAT_ARGB32, pw, ph);
-  if (cairo_surface_status (surface) != CAIRO_STATUS_SUCCESS)
-    {
-      g_set_error (error, PL_ERROR, PL_ERROR_IO, "cannot export %s: %s", path,
-                   cairo_status_to_string (cairo_surface_status (surface)));
-      cairo_surface_destroy (surface);
-      return false;
-    }
-  cairo_t *cr = cairo_create (surface);
-  cairo_set_source_rgb (cr, 1, 1, 1);
-  cairo_paint (cr);
-  cairo_scale (cr, scale, scale);
-  cairo_translate (cr, -x, -y);
-  /* Files get full detail where text is still legible at their scale. */
-  pl_graph_scene_draw (s, cr, x, y, x + w, y + h, svg ? MAX (scale, 1.0) : scale);
-  cairo_destroy (cr);
-  cairo_status_t status = CAIRO_STATUS_SUCCESS;
-  if (png)
-    status = cairo_surface_write_to_png (surface, path);
-  cairo_surface_finish (surface);
-  if (status == CAIRO_STATUS_SUCCESS)
-    status = cairo_surface_status (surface);
-  cairo_surface_destroy (surface);
-  if (status != CAIRO_STATUS_SUCCESS)
-    {
-      g_set_error (error, PL_ERROR, PL_ERROR_IO, "cannot write %s: %s", path,
-                   cairo_status_to_string (status));
-      return false;
-    }
-  if (svg)
-    {
-      g_autofree char *layer = svg_text_layer (s, x, y, w, h, scale);
-      return svg_add_text_layer (path, layer, error);
-    }
-  return true;
+  return x - x0 - 14;
+}
+
+void
+pl_graph_scene_draw_legend (const PlGraphScene *s, cairo_t *cr, double x, double y)
+{
+  g_return_if_fail (s != NULL && cr != NULL);
+  bool transforms;
+  if (pl_graph_scene_layouts_shown (s, &transforms) == 0 && !transforms)
+    return;
+  PangoLayout *pl = pango_cairo_create_layout (cr);
+  PangoFontDescription *fd = font (11.0, PANGO_WEIGHT_NORMAL);
+  pango_layout_set_font_description (pl, fd);
+  double w = legend_row (s, cr, pl, 0, 0, false) + 20, h = 26;
+  cairo_save (cr);
+  rounded_rect (cr, x - w, y - h, w, h, 6);
+  cairo_set_source_rgba (cr, 1, 1, 1, 0.92);
+  cairo_fill_preserve (cr);
+  cairo_set_source_rgba (cr, 0, 0, 0, 0.15);
+  cairo_set_line_width (cr, 1);
+  cairo_stroke (cr);
+  legend_row (s, cr, pl, x - w + 10, y - h / 2, true);
+  cairo_restore (cr);
+  pango_font_description_free (fd);
+  g_object_unref (pl);
 }

@@ -4,8 +4,9 @@
  *
  * A PlGraphScene is a PlGraphLayout plus what one view shows on it: which
  * nodes and edges exist in the version on screen, their diff state, the
- * texts of that version, the selection, the hovered node and its lit
- * neighbourhood, and per-node annotations. The canvas owns and updates it. */
+ * texts and data layouts of that version, the selection, the hovered node
+ * and its lit neighbourhood, and per-node annotations. The canvas owns and
+ * updates it. */
 #pragma once
 
 #include <cairo.h>
@@ -37,6 +38,10 @@ typedef struct {
   const char   **subtitle;        /*   NULL: the layout's */
   const char   **cluster_subtitle;
   const char   **edge_label;      /* per edge, NULL: the layout's */
+  const char   **detail;          /* per node: the shown version's third line (NULL: none) */
+  guint8        *node_layout;     /* per node: the PlLayout its detail speaks of */
+  guint8        *node_transform;  /* per node: a LayoutTransform in the shown version */
+  guint8        *edge_layout;     /* per edge: the PlLayout of the value it carries */
   char         **annotation;      /* per node, owned, may be NULL */
   float         *edge_bbox;       /* x0, y0, x1, y1 per edge */
   guint8        *node_lit;        /* PL_LIT_* per node */
@@ -63,6 +68,12 @@ void          pl_graph_scene_show (PlGraphScene *s, const PlGraphSketch *shown,
 int           pl_graph_scene_find_cluster (const PlGraphScene *s, const char *key);
 /* Marks the neighbourhood of node (or nothing for -1) as lit. */
 void          pl_graph_scene_set_hover (PlGraphScene *s, int node);
+/* The texts node i shows in the version on screen (the layout's where the
+ * scene has none). */
+const char   *pl_graph_scene_node_title    (const PlGraphScene *s, int i);
+const char   *pl_graph_scene_node_subtitle (const PlGraphScene *s, int i);
+/* Whether node i is drawn and meets [x0, x1] × [y0, y1] (with its halo). */
+bool          pl_graph_scene_node_visible  (const PlGraphScene *s, int i, double x0, double y0, double x1, double y1);
 /* Node under (x, y) in layout coordinates, or -1; then the innermost
  * cluster under it in *cluster (or -1). Hidden nodes do not count. */
 int           pl_graph_scene_hit  (const PlGraphScene *s, double x, double y, int *cluster);
@@ -74,6 +85,17 @@ int           pl_graph_scene_hit  (const PlGraphScene *s, double x, double y, in
  * colour. */
 void          pl_graph_scene_draw (const PlGraphScene *s, cairo_t *cr,
                                    double x0, double y0, double x1, double y1, double zoom);
+
+/* The colour edges carrying a value in layout are drawn in (r, g, b in 0..1;
+ * the default layout has the plain edge colour). */
+void          pl_graph_layout_colour (PlLayout layout, double *r, double *g, double *b);
+/* Which non-default layouts the shown version's edges carry (bit 1 << layout)
+ * and whether it has LayoutTransform nodes: what a legend must explain. */
+guint         pl_graph_scene_layouts_shown (const PlGraphScene *s, bool *transforms);
+/* A small legend of the layout colours and the transform shape, with its
+ * bottom-right corner at (x, y) in cr's units (widget pixels); nothing when
+ * the shown version has no layouts. */
+void          pl_graph_scene_draw_legend (const PlGraphScene *s, cairo_t *cr, double x, double y);
 
 /* Writes [x, x+w] × [y, y+h] of the scene to path as PNG or SVG (by
  * extension) at scale (pixels per layout unit; a PNG is scaled down to stay

@@ -122,7 +122,7 @@ plan_init (LayoutPlan *p, const PlGraphSketch *s, GHashTable *collapsed)
           if (!g_hash_table_add (seen, k))
             continue;
         }
-      PlSketchEdge pe = { a, b, e->label, e->control };
+      PlSketchEdge pe = { a, b, e->label, e->control, e->data_layout };
       g_array_append_val (p->edges, pe);
     }
 }
@@ -149,6 +149,7 @@ layout_free (PlGraphLayout *l)
       g_free (l->nodes[i].key);
       g_free (l->nodes[i].title);
       g_free (l->nodes[i].subtitle);
+      g_free (l->nodes[i].detail);
     }
   for (int i = 0; i < l->n_edges; i++)
     {
@@ -533,6 +534,7 @@ copy_edge (PlGraphLayout *l, int i, const PlSketchEdge *se, Agedge_t *ae, const 
   e->from = se->from;
   e->to = se->to;
   e->control = se->control;
+  e->data_layout = se->data_layout;
   e->label = !l->simplified && se->label != NULL ? g_strdup (se->label) : NULL;
 
   splines *spl = ED_spl (ae);
@@ -751,6 +753,9 @@ copy_band (PlGraphLayout *l, const LayoutPlan *p, const BandGraph *bg, const Pla
       ln->height = ND_height (bg->node[v]) * 72.0;
       ln->title = g_strdup (sn->title);
       ln->subtitle = g_strdup (sn->subtitle);
+      ln->detail = g_strdup (sn->detail);
+      ln->data_layout = sn->data_layout;
+      ln->transform = sn->transform;
       ln->category = sn->category;
       ln->cluster = sn->parent >= 0 ? p->cluster[sn->parent] : -1;
       g_hash_table_insert (l->index, ln->key, GINT_TO_POINTER (v + 1));

@@ -43,6 +43,10 @@ typedef struct {
   char             *subtitle;    /* op type, or dtype+shape */
   PlOpCategory      category;
   int               cluster;     /* index into clusters, or -1 */
+  char             *detail;      /* a third line, or NULL: a conv's "NHWC · direct 8×4×16",
+                                  * a LayoutTransform's "→ NHWC" */
+  PlLayout          data_layout; /* the layout the detail speaks of (colours it) */
+  bool              transform;   /* a LayoutTransform: its own shape and colour */
 } PlLayoutNode;
 
 typedef struct {
@@ -51,9 +55,10 @@ typedef struct {
   int     n_points;
   bool    has_arrow;
   double  arrow_x, arrow_y;      /* arrow tip */
-  char   *label;                 /* "f32[2, 64]" */
+  char   *label;                 /* "f32[2, 64]" ("f32[1, 64, 56, 56] @NHWC") */
   double  label_x, label_y;
   bool    control;               /* a control edge (dashed) */
+  PlLayout data_layout;          /* of the value carried (NCHW: the default) */
 } PlLayoutEdge;
 
 typedef struct {
@@ -127,12 +132,17 @@ typedef struct {
   int               parent;      /* enclosing fusion entry, or -1 */
   bool              has_body;    /* a fusion with body nodes: a cluster when expanded */
   double            width, height; /* box size for the widest text of any version */
+  char             *detail;      /* as in PlLayoutNode */
+  PlLayout          data_layout;
+  bool              transform;
 } PlSketchNode;
 
 typedef struct {
   int   from, to;                /* indices into nodes */
-  char *label;                   /* "f32[2, 64]", or the control kind */
+  char *label;                   /* "f32[2, 64]" (" @NHWC" appended for a non-default
+                                  * layout), or the control kind */
   bool  control;
+  PlLayout data_layout;          /* of the value carried */
 } PlSketchEdge;
 
 typedef struct {

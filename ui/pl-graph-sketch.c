@@ -13,6 +13,12 @@
  *
  * Box sizes come from the texts with a fixed average character width per
  * text size (PL_LAYOUT_*_SIZE); the canvas ellipsizes what still overflows.
+ *
+ * Data layouts (core/layout.h): an edge carrying a value in a non-default
+ * layout says so in its label ("f32[1, 64, 56, 56] @NHWC", as the text
+ * format writes it) and in data_layout; a Conv gets a third line with its
+ * layout and implementation ("NHWC · direct 8×4×16"), a LayoutTransform
+ * "→ NHWC" and its own shape.
  */
 #define G_LOG_DOMAIN "passlab"
 
@@ -48,6 +54,7 @@ sketch_node_clear (gpointer p)
   g_free (n->key);
   g_free (n->title);
   g_free (n->subtitle);
+  g_free (n->detail);
 }
 
 static void
@@ -64,14 +71,15 @@ text_width (const char *s, double char_w)
 }
 
 static void
-estimate_size (PlLayoutNodeKind kind, const char *title, const char *subtitle,
+estimate_size (PlLayoutNodeKind kind, const char *title, const char *subtitle, const char *detail,
                double *w, double *h)
 {
   if (kind == PL_LAYOUT_NODE_OP || kind == PL_LAYOUT_NODE_FUSION)
     {
-      *w = MAX (text_width (title, CHAR_W_TITLE), text_width (subtitle, CHAR_W_SUBTITLE)) + 24.0;
+      *w = MAX (text_width (title, CHAR_W_TITLE), text_width (subtitle, CHAR_W_SUBTITLE));
+      *w = MAX (*w, text_width (detail, CHAR_W_SMALL)) + 24.0;
       *w = CLAMP (*w, 64.0, MAX_NODE_WIDTH);
-      *h = 38.0;
+      *h = detail != NULL ? 50.0 : 38.0;
     }
   else
     {
@@ -81,13 +89,48 @@ estimate_size (PlLayoutNodeKind kind, const char *title, const char *subtitle,
     }
 }
 
-/* "f32[2, N]"; "?[*]" when nothing is known. */
+/* "f32[2, N]"; "?[*]" when nothing is known; " @NHWC" after it for a
+ * non-default layout. */
 static char *
 type_string (const PlValue *v)
 {
   g_autofree char *shape = pl_shape_to_string (&v->shape);
   const char *dt = v->dtype == PL_DTYPE_UNDEFINED ? "?" : pl_dtype_name (v->dtype);
+  if (v->layout != PL_LAYOUT_NCHW)
+    return g_strdup_printf ("%s%s @%s", dt, shape, pl_layout_name (v->layout));
   return g_strdup_printf ("%s%s", dt, shape);
+}
+
+/* The third line of an op box (see the top), or NULL; sets *layout to the
+ * layout it speaks of and *transform for a LayoutTransform. */
+static char *
+node_detail (const PlNode *node, PlLayout *layout, bool *transform)
+{
+  const PlValue *y = node->n_outputs > 0 ? node->outputs[0] : NULL;
+  *layout = y != NULL ? y->layout : PL_LAYOUT_NCHW;
+  *transform = node->op == PL_OP_LayoutTransform;
+  if (*transform)
+    {
+      PlLayout to;
+      const char *name = pl_node_attr_string (node, "to", "?");
+      if (pl_layout_parse (name, &to))
+        *layout = to;
+      return g_strdup_printf ("→ %s", name);
+    }
+  if (node->op != PL_OP_Conv)
+    return NULL;
+  /* Without an impl attribute a conv runs as im2col + GEMM (kernel-plan.c);
+   * say so once a layout was chosen. */
+  const char *impl = pl_node_attr_string (node, "impl", NULL);
+  if (impl == NULL && *layout == PL_LAYOUT_NCHW)
+    return NULL;
+  GString *s = g_string_new (pl_layout_name (*layout));
+  g_string_append_printf (s, " · %s", impl != NULL ? impl : "gemm");
+  const int64_t *t;
+  int n;
+  if (pl_node_attr_ints (node, "tile", &t, &n) && n == 3)
+    g_string_append_printf (s, " %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT "×%" G_GINT64_FORMAT, t[0], t[1], t[2]);
+  return g_string_free (s, FALSE);
 }
 
 /* Adds an entry or, when the key exists (another version), refreshes its
@@ -98,7 +141,7 @@ sketch_add_node (SketchBuilder *b, char *key, PlLayoutNodeKind kind, guint32 id,
 {
   PlGraphSketch *s = b->s;
   double w, h;
-  estimate_size (kind, title, subtitle, &w, &h);
+  estimate_size (kind, title, subtitle, NULL, &w, &h);
   int idx = pl_graph_sketch_find (s, key);
   if (idx >= 0)
     {
@@ -116,15 +159,34 @@ sketch_add_node (SketchBuilder *b, char *key, PlLayoutNodeKind kind, guint32 id,
       n->height = MAX (n->height, h);
       return idx;
     }
-  PlSketchNode n = { key, kind, id, title, subtitle, cat, parent, has_body, w, h };
+  PlSketchNode n = { key, kind, id, title, subtitle, cat, parent, has_body, w, h, NULL, PL_LAYOUT_NCHW, false };
   g_array_append_val (s->nodes, n);
   idx = (int) s->nodes->len - 1;
   g_hash_table_insert (s->index, key, GINT_TO_POINTER (idx + 1));
   return idx;
 }
 
+/* Sets entry idx's third line (taking detail; NULL clears it) and grows
+ * the box to fit it. */
 static void
-sketch_add_edge (SketchBuilder *b, int from, int to, int slot, char *label, bool control)
+sketch_set_detail (SketchBuilder *b, int idx, char *detail, PlLayout layout, bool transform)
+{
+  PlSketchNode *n = &g_array_index (b->s->nodes, PlSketchNode, idx);
+  g_free (n->detail);
+  n->detail = detail;
+  n->data_layout = layout;
+  n->transform = transform;
+  double w, h;
+  estimate_size (n->kind, n->title, n->subtitle, detail, &w, &h);
+  if (transform)
+    w = MIN (w + 16.0, MAX_NODE_WIDTH);  /* the hexagon's pointed ends */
+  n->width = MAX (n->width, w);
+  n->height = MAX (n->height, h);
+}
+
+static void
+sketch_add_edge (SketchBuilder *b, int from, int to, int slot, char *label, bool control,
+                 PlLayout layout)
 {
   if (from < 0 || to < 0 || from == to)
     {
@@ -139,9 +201,10 @@ sketch_add_edge (SketchBuilder *b, int from, int to, int slot, char *label, bool
       PlSketchEdge *e = &g_array_index (b->s->edges, PlSketchEdge, GPOINTER_TO_INT (found) - 1);
       g_free (e->label);
       e->label = label;
+      e->data_layout = layout;
       return;
     }
-  PlSketchEdge e = { from, to, label, control };
+  PlSketchEdge e = { from, to, label, control, layout };
   g_array_append_val (b->s->edges, e);
   g_hash_table_insert (b->edge_keys, g_strdup (ekey), GINT_TO_POINTER (b->s->edges->len));
 }
@@ -241,8 +304,12 @@ sketch_add_op (SketchBuilder *b, const WalkCtx *ctx, const PlNode *node)
   char *op = node->domain != NULL && node->domain[0] != '\0'
                ? g_strdup_printf ("%s.%s", node->domain, node->op_type)
                : g_strdup (node->op_type);
-  sketch_add_node (b, key, PL_LAYOUT_NODE_OP, node->id, g_strdup (node->name), op, cat,
-                   ctx->parent, false);
+  int idx = sketch_add_node (b, key, PL_LAYOUT_NODE_OP, node->id, g_strdup (node->name), op, cat,
+                             ctx->parent, false);
+  PlLayout layout;
+  bool transform;
+  char *detail = node_detail (node, &layout, &transform);
+  sketch_set_detail (b, idx, detail, layout, transform);
 }
 
 /* Adds the entries and edges of one graph (a version or a fusion body). */
@@ -275,7 +342,7 @@ sketch_walk (SketchBuilder *b, const WalkCtx *ctx)
       for (int k = 0; k < node->n_inputs; k++)
         if (node->inputs[k] != NULL)
           sketch_add_edge (b, source_of (b, ctx, node->inputs[k]), to, k,
-                           type_string (node->inputs[k]), false);
+                           type_string (node->inputs[k]), false, node->inputs[k]->layout);
     }
   for (guint i = 0; i < g->nodes->len; i++)
     {
@@ -288,7 +355,7 @@ sketch_walk (SketchBuilder *b, const WalkCtx *ctx)
             continue;
           const char *kind = node->controls[k].kind == PL_CONTROL_PREFETCH ? "prefetch" : "serialize";
           sketch_add_edge (b, find_key (b->s, ctx->prefix, 'n', after->id), to, -1 - k,
-                           g_strdup (kind), true);
+                           g_strdup (kind), true, PL_LAYOUT_NCHW);
         }
     }
 }
@@ -304,7 +371,7 @@ sketch_outputs (SketchBuilder *b, const WalkCtx *ctx)
         continue;
       int to = sketch_add_node (b, g_strdup_printf ("o%u", i), PL_LAYOUT_NODE_OUTPUT, i,
                                 g_strdup (v->name), type_string (v), PL_CAT_OPAQUE, -1, false);
-      sketch_add_edge (b, source_of (b, ctx, v), to, 0, type_string (v), false);
+      sketch_add_edge (b, source_of (b, ctx, v), to, 0, type_string (v), false, v->layout);
     }
 }
 

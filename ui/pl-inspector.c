@@ -17,6 +17,7 @@
 
 #include "cost.h"
 #include "fusion.h"
+#include "pl-report-view.h"
 
 struct _PlInspector
 {
@@ -30,7 +31,7 @@ struct _PlInspector
   GtkWidget *step_separator;
   GtkLabel  *step_title_label;
   GtkLabel  *step_label;
-  GtkLabel  *report_label;
+  GtkBox    *report_box;
 };
 
 G_DEFINE_FINAL_TYPE (PlInspector, pl_inspector, GTK_TYPE_WIDGET)
@@ -153,10 +154,13 @@ pl_graph_key_for_name (const PlGraph *graph, const char *name)
 
 /* --- formatting ------------------------------------------------------------------ */
 
+/* "f32[1, 64, 56, 56]", with " @NHWC" for a non-default layout (as the text format writes it). */
 static char *
 value_type (const PlValue *v)
 {
   g_autofree char *shape = pl_shape_to_string (&v->shape);
+  if (v->layout != PL_LAYOUT_NCHW)
+    return g_strdup_printf ("%s%s @%s", pl_dtype_name (v->dtype), shape, pl_layout_name (v->layout));
   return g_strdup_printf ("%s%s", pl_dtype_name (v->dtype), shape);
 }
 
@@ -496,14 +500,150 @@ show_analysis (PlInspector *self, const PlNode *node, const PlStep *step)
       g_autofree char *w = format_bytes (out_bytes);
       add_row (grid, "output", w);
     }
-  /* Lines of the step's report that name this node. */
-  if (step && step->report && *step->report)
+  /* Lines of the step's report that name this node, but for its row of a
+   * table: show_report_row has shown that. */
+  if (!step || !step->report || !*step->report)
+    return;
+  g_autoptr (GPtrArray) blocks = pl_report_parse (step->report);
+  for (guint b = 0; b < blocks->len; b++)
     {
-      g_auto (GStrv) lines = g_strsplit (step->report, "\n", -1);
+      const PlReportBlock *block = blocks->pdata[b];
+      g_auto (GStrv) lines = g_strsplit (block->text, "\n", -1);
       for (int i = 0; lines[i]; i++)
-        if (*lines[i] && strstr (lines[i], node->name))
+        if (*lines[i] && strstr (lines[i], node->name)
+            && !(block->cells && block->heading && i > 0 && g_str_equal (block->cells[i][0], node->name)))
           add_row_widget (grid, "report", plain_label (lines[i], "monospace"));
     }
+}
+
+/* The node's row of a table in the step's report (the layout pass's costs
+ * per conv), heading by heading, the chosen layout's time marked. */
+static void
+show_report_row (PlInspector *self, const PlNode *node, const PlStep *step)
+{
+  if (!step || !step->report || !*step->report)
+    return;
+  g_autoptr (GPtrArray) blocks = pl_report_parse (step->report);
+  for (guint b = 0; b < blocks->len; b++)
+    {
+      const PlReportBlock *t = blocks->pdata[b];
+      for (int r = 1; t->cells && t->heading && r < t->n_rows; r++)
+        {
+          if (!g_str_equal (t->cells[r][0], node->name))
+            continue;
+          const char *plan = pl_report_block_cell (t, r, "plan");
+          if (!plan)
+            plan = pl_report_block_cell (t, r, "chosen");
+          GtkGrid *grid = add_section (self, "In this step's report");
+          for (int c = 1; c < t->n_cols; c++)
+            {
+              const char *head = t->cells[0][c], *value = t->cells[r][c];
+              PlLayout l;
+              bool chosen = plan && pl_layout_parse (head, &l) && g_str_has_prefix (plan, head);
+              g_autofree char *text = chosen ? g_strdup_printf ("%s  ← chosen", value) : g_strdup (value);
+              add_row_widget (grid, head, plain_label (text, chosen ? "report-chosen" : NULL));
+            }
+          return;
+        }
+    }
+}
+
+/* --- data layouts ------------------------------------------------------------------ */
+
+static const char *
+layout_meaning (PlLayout layout)
+{
+  switch (layout)
+    {
+    case PL_LAYOUT_NHWC: return "channels last";
+    case PL_LAYOUT_CHWN: return "batch innermost";
+    case PL_LAYOUT_NCHW:
+    case PL_LAYOUT_COUNT:
+    default:             return "row-major in logical order, the default";
+    }
+}
+
+/* "NHWC — channels last". */
+static char *
+layout_text (PlLayout layout)
+{
+  return g_strdup_printf ("%s — %s", pl_layout_name (layout), layout_meaning (layout));
+}
+
+/* Rows for v's layout: what it is and, for a static shape, the element
+ * stride of each logical dim ("N 200704 · C 1 · H 3584 · W 64"). Only for
+ * values that could have another layout (rank 4) or have one. */
+static void
+add_layout_rows (GtkGrid *grid, const PlValue *v)
+{
+  g_autofree char *what = layout_text (v->layout);
+  add_row (grid, "layout", what);
+  int64_t dims[PL_MAX_RANK], strides[PL_MAX_RANK];
+  if (v->shape.rank != 4 || !pl_shape_get_dims (&v->shape, dims))
+    return;
+  pl_layout_strides (v->layout, 4, dims, strides);
+  g_autofree char *text = g_strdup_printf ("N %" G_GINT64_FORMAT " · C %" G_GINT64_FORMAT " · H %" G_GINT64_FORMAT
+                                           " · W %" G_GINT64_FORMAT, strides[0], strides[1], strides[2], strides[3]);
+  add_row_widget (grid, "strides", plain_label (text, "monospace"));
+}
+
+static void
+show_value_layout (PlInspector *self, const PlValue *v)
+{
+  if (v->layout == PL_LAYOUT_NCHW && v->shape.rank != 4)
+    return;
+  add_layout_rows (add_section (self, "Memory layout"), v);
+}
+
+/* A Conv: the layout it runs in and the kernel the layout pass chose
+ * (attributes impl and tile; kernels/kernel-plan.c reads them). A
+ * LayoutTransform: what it converts. */
+static void
+show_node_layout (PlInspector *self, const PlNode *node, const PlStep *step)
+{
+  const PlValue *x = node->n_inputs > 0 ? node->inputs[0] : NULL;
+  const PlValue *y = node->n_outputs > 0 ? node->outputs[0] : NULL;
+  if (!x || !y)
+    return;
+  if (node->op == PL_OP_LayoutTransform)
+    {
+      GtkGrid *grid = add_section (self, "Layout transform");
+      g_autofree char *text = g_strdup_printf ("%s → %s", pl_layout_name (x->layout), pl_layout_name (y->layout));
+      add_row (grid, "converts", text);
+      g_autofree char *bytes = format_bytes (value_bytes (y));
+      g_autofree char *moved = g_strdup_printf ("reads and writes %s (a transpose)", bytes);
+      add_row (grid, "memory", moved);
+      return;
+    }
+  if (node->op != PL_OP_Conv)
+    return;
+  GtkGrid *grid = add_section (self, "Layout and kernel");
+  g_autofree char *lay = layout_text (y->layout);
+  add_row (grid, "layout", lay);
+  if (x->layout != y->layout)
+    {
+      g_autofree char *in = layout_text (x->layout);
+      add_row (grid, "input layout", in);
+    }
+  const char *impl = pl_node_attr_string (node, "impl", NULL);
+  add_row (grid, "impl", impl ? (g_str_equal (impl, "direct") ? "direct — the generated tiled convolution"
+                                 : g_str_equal (impl, "gemm") ? "gemm — im2col and a matrix product" : impl)
+                              : "gemm (the default: no impl attribute)");
+  const int64_t *t;
+  int n;
+  if (pl_node_attr_ints (node, "tile", &t, &n) && n == 3)
+    {
+      g_autofree char *tile = g_strdup_printf ("%" G_GINT64_FORMAT " × %" G_GINT64_FORMAT " × %" G_GINT64_FORMAT
+                                               "  (width × height × output channels)", t[0], t[1], t[2]);
+      add_row (grid, "tile", tile);
+    }
+  /* Tiles are what the tuning page searches. */
+  GtkWidget *tune = gtk_button_new_with_mnemonic ("_Tune Its Tile…");
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (tune), "win.tune-conv");
+  gtk_widget_set_halign (tune, GTK_ALIGN_START);
+  gtk_widget_set_tooltip_text (tune, "Time the direct kernel's tiles for this convolution on the Tuning page (Ctrl+T)");
+  add_row_widget (grid, "", tune);
+  show_report_row (self, node, step);
 }
 
 static void
@@ -550,6 +690,7 @@ show_node (PlInspector *self, const KeyTarget *t, const PlStep *step)
       g_autofree char *v = format_attr (&node->attrs[i]);
       add_row_widget (attrs, name, plain_label (v, "monospace"));
     }
+  show_node_layout (self, node, step);
   show_inputs (self, t, node);
   show_outputs (self, t, node);
   if (node->body)
@@ -568,6 +709,7 @@ show_value (PlInspector *self, const KeyTarget *t)
   gtk_label_set_text (self->title_label, title);
   g_autofree char *sub = g_strdup_printf ("%s · %s · %s", what, type, bytes);
   gtk_label_set_text (self->subtitle_label, sub);
+  show_value_layout (self, v);
 
   if (v->constant)
     {
@@ -669,15 +811,20 @@ show_graph (PlInspector *self, const PlGraph *g, const PlStep *step)
 }
 
 static void
-show_step (PlInspector *self, const PlStep *step, int index)
+on_report_link (const char *key, gpointer data)
+{
+  g_signal_emit (data, signals[SIGNAL_KEY_ACTIVATED], 0, key);
+}
+
+static void
+show_step (PlInspector *self, const PlGraph *graph, const PlStep *step, int index)
 {
   gtk_widget_set_visible (self->step_separator, step != NULL);
+  clear_box (self->report_box);
   if (!step)
     {
       gtk_label_set_text (self->step_title_label, "");
       gtk_label_set_text (self->step_label, "");
-      gtk_label_set_text (self->report_label, "");
-      gtk_widget_set_visible (GTK_WIDGET (self->report_label), FALSE);
       return;
     }
   g_autofree char *title = index == 0 ? g_strdup ("Step 0 · the loaded graph")
@@ -701,13 +848,10 @@ show_step (PlInspector *self, const PlStep *step, int index)
   gtk_label_set_text (self->step_label, s->str);
   g_string_free (s, TRUE);
 
-  bool has_report = step->report && *step->report;
-  if (has_report)
-    {
-      g_autofree char *report = g_strchomp (g_strdup (step->report));
-      gtk_label_set_text (self->report_label, report);
-    }
-  gtk_widget_set_visible (GTK_WIDGET (self->report_label), has_report);
+  /* Text, and tables where the report aligned columns (the layout pass's
+   * per-layer costs): layer names link to their nodes. */
+  if (step->report && *step->report)
+    gtk_box_append (self->report_box, pl_report_view_new (step->report, graph, on_report_link, self));
 }
 
 void
@@ -717,7 +861,7 @@ pl_inspector_show (PlInspector *self, const PlGraph *graph, const char *key, con
   clear_box (self->sections_box);
   gtk_widget_set_visible (GTK_WIDGET (self->badge_label), FALSE);
   gtk_widget_remove_css_class (GTK_WIDGET (self->subtitle_label), "error");
-  show_step (self, step, step_index);
+  show_step (self, graph, step, step_index);
 
   KeyTarget t = { .prefix = NULL };
   bool found = graph && key && resolve_key (graph, key, &t);
@@ -791,7 +935,7 @@ pl_inspector_class_init (PlInspectorClass *klass)
   gtk_widget_class_bind_template_child (widget_class, PlInspector, step_separator);
   gtk_widget_class_bind_template_child (widget_class, PlInspector, step_title_label);
   gtk_widget_class_bind_template_child (widget_class, PlInspector, step_label);
-  gtk_widget_class_bind_template_child (widget_class, PlInspector, report_label);
+  gtk_widget_class_bind_template_child (widget_class, PlInspector, report_box);
 }
 
 static void

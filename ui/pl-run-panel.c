@@ -1,7 +1,8 @@
 /* pl-run-panel.c — the run panel (see pl-run-panel.h). Built in code: a
- * tool row (backend, repeats, Run, status), then panes: the kernel table
- * over the kernel-time chart on the left, the memory chart over the code of
- * the selected kernel on the right.
+ * tool row (backend, repeats, Run, status), the kernel timeline of the last
+ * run (compute on one row, swap copies on another, waits hatched), then
+ * panes: the kernel table over the kernel-time chart on the left, the
+ * memory chart over the code of the selected kernel on the right.
  *
  * A run copies the step's graph, and a worker thread (GTask) makes random
  * inputs, compiles and runs it; the copy, the executable and the report come
@@ -42,6 +43,7 @@ struct _PlRunPanel
   GtkListBox    *table;
   PlChart       *time_chart;
   PlChart       *memory_chart;
+  PlChart       *timeline_chart;
   GtkLabel      *code_title;
   GtkTextView   *code_view;
 
@@ -163,6 +165,9 @@ select_kernel (PlRunPanel *self, int i, gboolean move_canvas)
   else
     gtk_list_box_unselect_all (self->table);
   pl_chart_select_bar (self->time_chart, self->selected);
+  pl_chart_select_span (self->timeline_chart, self->selected);
+  if (k)
+    pl_chart_reveal_span (self->timeline_chart, self->selected);
   show_kernel_code (self, k);
   PlGraphCanvas *canvas = panel_canvas (self);
   if (k && move_canvas && canvas)
@@ -185,6 +190,12 @@ static void
 on_bar_activated (PlChart *chart, int i, PlRunPanel *self)
 {
   select_kernel (self, i, TRUE);
+}
+
+static void
+on_span_activated (PlChart *chart, int kernel, PlRunPanel *self)
+{
+  select_kernel (self, kernel, TRUE);
 }
 
 /* A node selected on the canvas selects its kernel here, when it has one. */
@@ -273,6 +284,100 @@ clear_annotations (PlRunPanel *self)
   g_ptr_array_set_size (self->annotated, 0);
 }
 
+/* --- the kernel timeline ---------------------------------------------------------------------- */
+
+typedef enum { SPAN_COMPUTE, SPAN_CONVERT, SPAN_SWAP_OUT, SPAN_SWAP_IN } SpanKind;
+
+static SpanKind
+span_kind (const PlKernelTiming *k)
+{
+  if (g_strcmp0 (k->kind, "swap-out") == 0)
+    return SPAN_SWAP_OUT;
+  if (g_strcmp0 (k->kind, "swap-in") == 0)
+    return SPAN_SWAP_IN;
+  return g_strcmp0 (k->kind, "convert") == 0 ? SPAN_CONVERT : SPAN_COMPUTE;
+}
+
+/* What a copy ran beside: the compute launches it overlaps, or (copies that
+ * ran alone, as on the cpu) the launches just before and after it. */
+static char *
+copy_context (const PlRunReport *r, const PlTraceEvent *copy)
+{
+  g_autoptr (GString) over = g_string_new (NULL);
+  const PlTraceEvent *before = NULL, *after = NULL;
+  double end = copy->start_ms + copy->dur_ms;
+  int n_over = 0;
+  for (int i = 0; i < r->n_events; i++)
+    {
+      const PlTraceEvent *ev = &r->events[i];
+      if (span_kind (&r->kernels[ev->kernel]) >= SPAN_SWAP_OUT)
+        continue;
+      double ev_end = ev->start_ms + ev->dur_ms;
+      if (ev->start_ms < end && ev_end > copy->start_ms)
+        {
+          if (n_over++ < 4)
+            g_string_append_printf (over, "%s'%s'", over->len ? ", " : "", ev->name);
+        }
+      else if (ev_end <= copy->start_ms && (!before || ev_end > before->start_ms + before->dur_ms))
+        before = ev;
+      else if (ev->start_ms >= end && (!after || ev->start_ms < after->start_ms))
+        after = ev;
+    }
+  if (n_over > 0)
+    return g_strdup_printf ("overlaps %s%s", over->str, n_over > 4 ? ", …" : "");
+  return g_strdup_printf ("ran alone, between '%s' and '%s'", before ? before->name : "the start",
+                          after ? after->name : "the end");
+}
+
+/* The last run's launches at their start times: compute (and f16
+ * conversions) on the first row, swap copies on the second. On the cpu a
+ * copy is synchronous, so compute waits for all of it: a hatched span on the
+ * compute row. The cuda report has only the total wait, not per copy. */
+static void
+show_timeline (PlRunPanel *self, const PlRunReport *r)
+{
+  const char *rows[] = { "Compute", "Copies" };
+  pl_chart_set_spans (self->timeline_chart, rows, 2, "ms");
+  static const PlChartColor colors[] = { PL_CHART_COLOR_ACCENT, PL_CHART_COLOR_PURPLE, PL_CHART_COLOR_ORANGE,
+                                         PL_CHART_COLOR_GREEN };
+  gboolean synchronous = r->backend != PL_BACKEND_CUDA, seen[4] = { FALSE };
+  for (int i = 0; i < r->n_events; i++)
+    {
+      const PlTraceEvent *ev = &r->events[i];
+      const PlKernelTiming *k = &r->kernels[ev->kernel];
+      SpanKind kind = span_kind (k);
+      seen[kind] = TRUE;
+      g_autofree char *start = format_ms (ev->start_ms);
+      g_autofree char *dur = format_ms (ev->dur_ms);
+      g_autofree char *context = kind >= SPAN_SWAP_OUT ? copy_context (r, ev) : NULL;
+      g_autofree char *label = g_strdup_printf ("%s\n%s, at %s for %s%s%s%s%s", ev->name, k->kind ? k->kind : "",
+                                                start, dur, k->note && *k->note ? "\n" : "", k->note ? k->note : "",
+                                                context ? "\n" : "", context ? context : "");
+      int row = kind >= SPAN_SWAP_OUT ? 1 : 0;
+      pl_chart_add_span (self->timeline_chart, row, ev->start_ms, ev->start_ms + ev->dur_ms, colors[kind], FALSE,
+                         label, ev->kernel);
+      if (row == 1 && synchronous)
+        {
+          g_autofree char *wait = g_strdup_printf ("compute waits for %s (%s): the cpu copies synchronously",
+                                                   ev->name, dur);
+          pl_chart_add_span (self->timeline_chart, 0, ev->start_ms, ev->start_ms + ev->dur_ms, PL_CHART_COLOR_RED,
+                             TRUE, wait, ev->kernel);
+        }
+    }
+  static const char *names[] = { "compute", "f16 conversion", "swap-out (device → host)", "swap-in (host → device)" };
+  for (int kind = 0; kind < 4; kind++)
+    if (seen[kind] || kind == SPAN_COMPUTE)
+      pl_chart_add_legend (self->timeline_chart, colors[kind], FALSE, names[kind]);
+  if (r->n_copies > 0)
+    {
+      g_autofree char *copy = format_ms (r->copy_ms);
+      g_autofree char *wait = format_ms (r->wait_ms);
+      g_autofree char *text = g_strdup_printf ("waiting for copies: %s of %s copying%s", wait, copy,
+                                               synchronous ? "" : " (per-copy waits are not reported)");
+      pl_chart_add_legend (self->timeline_chart, PL_CHART_COLOR_RED, TRUE, text);
+    }
+}
+
 static void
 show_report (PlRunPanel *self)
 {
@@ -309,6 +414,7 @@ show_report (PlRunPanel *self)
       budget = g_strdup_printf ("budget %s", b);
     }
   pl_chart_set_line (self->memory_chart, t, bytes, r->n_memory, "ms", TRUE, (double) r->device_budget, budget);
+  show_timeline (self, r);
 
   g_autofree char *total = format_ms (r->total_ms);
   g_autofree char *peak = g_format_size_full ((guint64) MAX (r->peak_bytes, 0), G_FORMAT_SIZE_IEC_UNITS);
@@ -610,6 +716,18 @@ build_memory_chart (PlRunPanel *self)
 }
 
 static GtkWidget *
+build_timeline (PlRunPanel *self)
+{
+  self->timeline_chart = PL_CHART (pl_chart_new ());
+  gtk_widget_set_size_request (GTK_WIDGET (self->timeline_chart), -1, 96);
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->timeline_chart), NULL);
+  g_signal_connect (self->timeline_chart, "span-activated", G_CALLBACK (on_span_activated), self);
+  GtkWidget *box = titled ("Kernel timeline of the last run (scroll to zoom, double-click to see all)",
+                           GTK_WIDGET (self->timeline_chart), FALSE);
+  return box;
+}
+
+static GtkWidget *
 build_code (PlRunPanel *self)
 {
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 4);
@@ -664,6 +782,7 @@ pl_run_panel_init (PlRunPanel *self)
   gtk_widget_set_margin_top (GTK_WIDGET (self), 6);
   gtk_widget_set_margin_bottom (GTK_WIDGET (self), 6);
   gtk_box_append (GTK_BOX (self), build_tool_row (self));
+  gtk_box_append (GTK_BOX (self), build_timeline (self));
   /* left: the table over the bar chart; right: the memory chart over the code */
   GtkWidget *left = paned (GTK_ORIENTATION_VERTICAL, build_table (self), build_time_chart (self), 120);
   GtkWidget *right = paned (GTK_ORIENTATION_VERTICAL, build_memory_chart (self), build_code (self), 140);
@@ -829,4 +948,11 @@ pl_run_panel_get_memory_chart (PlRunPanel *self)
 {
   g_return_val_if_fail (PL_IS_RUN_PANEL (self), NULL);
   return self->memory_chart;
+}
+
+PlChart *
+pl_run_panel_get_timeline_chart (PlRunPanel *self)
+{
+  g_return_val_if_fail (PL_IS_RUN_PANEL (self), NULL);
+  return self->timeline_chart;
 }

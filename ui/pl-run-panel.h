@@ -2,9 +2,11 @@
  * current step on a backend (reference / cpu / cuda) in a worker thread with
  * random inputs, then shows the per-kernel timings as a table and a bar
  * chart (and as annotations on the canvas), the memory in use over the run
- * as a chart, and the generated code of the selected kernel. Selecting a
- * kernel (row or bar) selects and centres its node on the canvas, and
- * selecting a node on the canvas selects its kernel. */
+ * as a chart, a timeline of the run's launches (compute and swap copies
+ * on two rows, waits hatched), and the generated code of the selected
+ * kernel. Selecting a kernel (row, bar or span) selects and centres its
+ * node on the canvas, and selecting a node on the canvas selects its
+ * kernel. */
 #pragma once
 
 #include <gtk/gtk.h>
@@ -45,6 +47,8 @@ int                pl_run_panel_get_selected_kernel (PlRunPanel *self);
 char              *pl_run_panel_get_code       (PlRunPanel *self);
 PlChart           *pl_run_panel_get_time_chart (PlRunPanel *self);
 PlChart           *pl_run_panel_get_memory_chart (PlRunPanel *self);
+/* The timeline: row 0 compute launches (and waits), row 1 swap copies; span ids are kernel indices. */
+PlChart           *pl_run_panel_get_timeline_chart (PlRunPanel *self);
 
 /* Signals: "run-finished" (const char *error or NULL). */
 

@@ -14,6 +14,8 @@
 
 #include "pl-window-private.h"
 
+#include "pl-tune-panel.h"
+
 /* --- open ------------------------------------------------------------------------------ */
 
 static void
@@ -190,6 +192,22 @@ action_dismiss_banner (GSimpleAction *action, GVariant *param, gpointer user_dat
   pl_window_set_banner (PL_WINDOW (user_data), NULL, FALSE);
 }
 
+/* --- tuning ------------------------------------------------------------------------------ */
+
+/* Tunes the Conv selected on the canvas (else the tuning page's pick) and
+ * shows the tuning page. */
+static void
+action_tune_conv (GSimpleAction *action, GVariant *param, gpointer user_data)
+{
+  PlWindow *self = user_data;
+  PlTunePanel *panel = pl_tune_panel_get_for_window (self);
+  const char *key = pl_graph_canvas_get_selected (self->canvas);
+  if (key)
+    pl_tune_panel_set_conv (panel, key);
+  pl_window_show_bottom_page (self, "tuning");
+  pl_tune_panel_run (panel, NULL);  /* a refusal shows on the page */
+}
+
 static const GActionEntry win_actions[] = {
   { .name = "open", .activate = action_open },
   { .name = "open-recent", .activate = action_open_recent, .parameter_type = "s" },
@@ -202,6 +220,7 @@ static const GActionEntry win_actions[] = {
   { .name = "zoom-in", .activate = action_zoom_in },
   { .name = "zoom-out", .activate = action_zoom_out },
   { .name = "dismiss-banner", .activate = action_dismiss_banner },
+  { .name = "tune-conv", .activate = action_tune_conv },
 };
 
 /* Which window property enables which action. */
@@ -214,6 +233,7 @@ static const struct {
   { "step-back", "can-step-back" },
   { "step-forward", "can-step-forward" },
   { "export", "has-graph" },
+  { "tune-conv", "has-graph" },
   { "zoom-fit", "has-graph" },
   { "zoom-in", "has-graph" },
   { "zoom-out", "has-graph" },

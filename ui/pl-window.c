@@ -22,8 +22,10 @@
 
 #include "onnx-io.h"
 #include "passlab-resources.h"
+#include "pl-memory-view.h"
 #include "pl-run-panel.h"
 #include "pl-script-panel.h"
+#include "pl-tune-panel.h"
 
 /* --- documents -------------------------------------------------------------------- */
 
@@ -1057,6 +1059,8 @@ pl_window_init (PlWindow *self)
   self->script_panel = pl_script_panel_new (self);
   pl_window_add_bottom_page (self, self->script_panel, "script", "Script");
   pl_window_add_bottom_page (self, pl_run_panel_new (self), "run", "Run");
+  pl_window_add_bottom_page (self, pl_memory_view_new (self), "memory", "Memory");
+  pl_window_add_bottom_page (self, pl_tune_panel_new (self), "tuning", "Tuning");
 
   pl_window_actions_init (self);
   update_titles (self);
