@@ -21,12 +21,22 @@ typedef struct {
   const char *name;
   const char *passes;   /* NULL: none */
   const char *needs;    /* a pass that must be registered */
+  const char *param;    /* NULL or one pass parameter, "pass.key=value" */
 } Variant;
 
+/* The layout variants (seed 003) fuse after planning, as a real pipeline
+ * would: the planned plan against each single-layout plan and against no
+ * planning at all ("fused": every conv NCHW through im2col + GEMM). */
+#define LAYOUT_PIPELINE "simplify,layout,fuse-library,fuse-loops"
 static const Variant variants[] = {
-  { "none", NULL, NULL },
-  { "loops", "simplify,decompose,reshape-sink,fuse-library,fuse-loops", "fuse-loops" },
-  { "stitch", "simplify,decompose,reshape-sink,fuse-library,stitch", "stitch" },
+  { "none", NULL, NULL, NULL },
+  { "loops", "simplify,decompose,reshape-sink,fuse-library,fuse-loops", "fuse-loops", NULL },
+  { "stitch", "simplify,decompose,reshape-sink,fuse-library,stitch", "stitch", NULL },
+  { "fused", "simplify,fuse-library,fuse-loops", "fuse-loops", NULL },
+  { "layout", LAYOUT_PIPELINE, "layout", NULL },
+  { "nchw", LAYOUT_PIPELINE, "layout", "layout.force=NCHW" },
+  { "nhwc", LAYOUT_PIPELINE, "layout", "layout.force=NHWC" },
+  { "chwn", LAYOUT_PIPELINE, "layout", "layout.force=CHWN" },
 };
 
 typedef struct {
@@ -37,6 +47,9 @@ typedef struct {
   double      ms;
   int64_t     moved, peak;
   double      error;
+  PlGraph    *graph;      /* the variant's graph: the executable refers to it */
+  PlExecutable *exe;
+  GArray     *round_ms;   /* double: the median of each round */
 } Result;
 
 static const Variant *
@@ -83,19 +96,39 @@ worst_error (PlTensor **got, PlTensor **want, int n)
   return w;
 }
 
-static bool
-run_variant (const PlGraph *g, const Variant *v, PlBackend backend, const PlCompileOptions *copt, int repeat,
-             PlTensor **inputs, PlTensor **want, Result *r, GError **error)
+static int
+cmp_double (const void *a, const void *b)
 {
-  g_autoptr (PlGraph) x = pl_cli_apply_passes (g, v->passes, NULL, error);
+  double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+/* Applies the variant's passes, compiles it and runs it once (its first
+ * round): counts, bytes, peak and error against the reference. */
+static bool
+prepare_variant (const PlGraph *g, const Variant *v, char *const *extra, const PlCompileOptions *copt, int repeat,
+                 PlTensor **inputs, PlTensor **want, Result *r, GError **error)
+{
+  g_autoptr (GPtrArray) params = g_ptr_array_new ();
+  if (v->param)
+    g_ptr_array_add (params, (gpointer) v->param);
+  /* --param entries for passes this variant runs */
+  for (int i = 0; extra && extra[i]; i++)
+    {
+      g_autofree char *pass = g_strndup (extra[i], strcspn (extra[i], "."));
+      g_auto (GStrv) names = g_strsplit (v->passes ? v->passes : "", ",", -1);
+      if (g_strv_contains ((const char *const *) names, pass))
+        g_ptr_array_add (params, extra[i]);
+    }
+  g_ptr_array_add (params, NULL);
+  PlGraph *x = r->graph = pl_cli_apply_passes (g, v->passes, (char *const *) params->pdata, error);
   if (!x)
     return false;
-  PlExecutable *e = pl_executable_new (x, copt, error);
-  if (!e)
+  r->exe = pl_executable_new (x, copt, error);
+  if (!r->exe)
     return false;
   g_autoptr (PlRunReport) rep = NULL;
-  PlTensor **outs = pl_executable_run (e, inputs, repeat, &rep, error);
-  pl_executable_free (e);
+  PlTensor **outs = pl_executable_run (r->exe, inputs, repeat, &rep, error);
   if (!outs)
     return false;
   r->ran = true;
@@ -103,12 +136,38 @@ run_variant (const PlGraph *g, const Variant *v, PlBackend backend, const PlComp
   r->launches = 0;
   for (int i = 0; i < rep->n_kernels; i++)
     r->launches += rep->kernels[i].n_launches;
-  r->ms = rep->total_ms;
+  r->round_ms = g_array_new (FALSE, FALSE, sizeof (double));
+  g_array_append_val (r->round_ms, rep->total_ms);
   r->moved = pl_cli_report_bytes (rep);
   r->peak = rep->peak_bytes;
   r->error = want ? worst_error (outs, want, (int) g->outputs->len) : NAN;
   pl_interp_free_outputs (outs, (int) g->outputs->len);
   return true;
+}
+
+/* One more round of timed runs. */
+static bool
+time_variant (const PlGraph *g, Result *r, int repeat, PlTensor **inputs, GError **error)
+{
+  g_autoptr (PlRunReport) rep = NULL;
+  PlTensor **outs = pl_executable_run (r->exe, inputs, repeat, &rep, error);
+  if (!outs)
+    return false;
+  g_array_append_val (r->round_ms, rep->total_ms);
+  pl_interp_free_outputs (outs, (int) g->outputs->len);
+  return true;
+}
+
+/* The variant's time: the median of its rounds' medians. */
+static void
+finish_variant (Result *r)
+{
+  if (!r->round_ms)
+    return;
+  g_array_sort (r->round_ms, cmp_double);
+  guint k = r->round_ms->len;
+  double *m = (double *) r->round_ms->data;
+  r->ms = k % 2 ? m[k / 2] : 0.5 * (m[k / 2 - 1] + m[k / 2]);
 }
 
 static char *
@@ -148,14 +207,19 @@ int
 pl_cli_bench (int argc, char **argv)
 {
   g_autofree char *backend_name = NULL, *variant_list = NULL, *report_path = NULL, *cache_dir = NULL;
-  int repeat = 10, threads = 0;
+  g_auto (GStrv) params = NULL;
+  int repeat = 10, threads = 0, rounds = 1;
   gint64 seed = 1, sym_size = 1;
   gboolean no_check = FALSE;
   const GOptionEntry entries[] = {
     { "backend", 'b', 0, G_OPTION_ARG_STRING, &backend_name, "cpu (default), cuda or reference", "B" },
     { "variants", 'v', 0, G_OPTION_ARG_STRING, &variant_list,
-      "Comma-separated: none, loops, stitch (default: all three)", "LIST" },
-    { "repeat", 'n', 0, G_OPTION_ARG_INT, &repeat, "Timed runs per variant after one warm-up (default 10)", "N" },
+      "Comma-separated: none, loops, stitch (default: all three); fused, layout, nchw, nhwc, chwn "
+      "(no layout planning, the layout pass's plan, every conv in one layout)", "LIST" },
+    { "repeat", 'n', 0, G_OPTION_ARG_INT, &repeat, "Timed runs per variant and round after one warm-up (default 10)", "N" },
+    { "rounds", 0, 0, G_OPTION_ARG_INT, &rounds,
+      "Rounds over all variants, interleaved so load drifts hit each alike; the time is the median of the rounds' medians (default 1)", "R" },
+    { "param", 'p', 0, G_OPTION_ARG_STRING_ARRAY, &params, "pass.key=value for the variants that run that pass (repeatable)", "P" },
     { "threads", 't', 0, G_OPTION_ARG_INT, &threads, "cpu: OpenMP threads (default: all cores)", "N" },
     { "random-inputs", 'r', 0, G_OPTION_ARG_INT64, &seed, "Seed of the random inputs (default 1)", "SEED" },
     { "sym-size", 's', 0, G_OPTION_ARG_INT64, &sym_size, "Size of symbolic dims of the inputs (default 1)", "N" },
@@ -178,6 +242,8 @@ pl_cli_bench (int argc, char **argv)
     return pl_cli_fail ("unknown backend '%s' (reference, cpu or cuda)", backend_name);
   if (repeat < 1 || repeat > 100000)
     return pl_cli_fail ("--repeat takes 1 to 100000");
+  if (rounds < 1 || rounds > 1000)
+    return pl_cli_fail ("--rounds takes 1 to 1000");
   if (seed < 0 || seed > G_MAXUINT32 || sym_size < 1 || threads < 0)
     return pl_cli_fail ("bad --random-inputs, --sym-size or --threads");
   pl_passes_init ();
@@ -190,7 +256,7 @@ pl_cli_bench (int argc, char **argv)
     {
       g_strstrip (names[i]);
       if (!find_variant (names[i]))
-        return pl_cli_fail ("unknown variant '%s' (none, loops, stitch)", names[i]);
+        return pl_cli_fail ("unknown variant '%s' (none, loops, stitch, fused, layout, nchw, nhwc, chwn)", names[i]);
     }
 
   g_autoptr (GError) error = NULL;
@@ -226,8 +292,22 @@ pl_cli_bench (int argc, char **argv)
           res[i].skipped = g_strdup_printf ("no '%s' pass in this build", v->needs);
           continue;
         }
-      if (!run_variant (g, v, backend, &copt, repeat, inputs, want, &res[i], &error))
+      if (!prepare_variant (g, v, params, &copt, repeat, inputs, want, &res[i], &error))
         status = pl_cli_fail ("variant %s: %s", v->name, error->message);
+    }
+  for (int k = 1; k < rounds && status == 0; k++)
+    for (int i = 0; i < n && status == 0; i++)
+      if (res[i].ran && !time_variant (g, &res[i], repeat, inputs, &error))
+        status = pl_cli_fail ("variant %s: %s", res[i].name, error->message);
+  for (int i = 0; i < n; i++)
+    {
+      finish_variant (&res[i]);
+      if (res[i].exe)
+        pl_executable_free (res[i].exe);
+      if (res[i].graph)
+        pl_graph_free (res[i].graph);
+      if (res[i].round_ms)
+        g_array_unref (res[i].round_ms);
     }
   pl_interp_free_outputs (inputs, (int) g->inputs->len);
   if (want)
@@ -235,8 +315,8 @@ pl_cli_bench (int argc, char **argv)
 
   int64_t gbytes = graph_bytes (g);
   g_autofree char *gb = pl_cli_human_bytes (gbytes);
-  printf ("%s on %s: %d timed runs per variant; the graph moves %s (inputs + parameters + outputs once)\n",
-          argv[1], pl_backend_name (backend), repeat, gb);
+  printf ("%s on %s: %d timed runs per variant in each of %d round(s); the graph moves %s (inputs + parameters + outputs once)\n",
+          argv[1], pl_backend_name (backend), repeat, rounds, gb);
   printf ("%-8s %8s %9s %12s %10s %9s %12s %12s %10s\n", "variant", "kernels", "launches", "median ms", "GB/s",
           "speed-up", "moved", "peak mem", "max error");
   double base = 0;

@@ -282,6 +282,12 @@ run exec "$LN" --backend cpu --passes simplify,decompose,stitch --cache-dir "$TM
 check "exec on the cpu backend prints per-kernel totals and a trace" eval 'status_is 0 && out_has "total" && grep -q traceEvents "$TMP/trace.json"'
 run bench "$LN" --backend cpu --repeat 1 --cache-dir "$TMP/kc"
 check "bench unfused / loops / stitch" status_is 0
+RS="$SRC/data/graphs/resnet_stack.graph"
+run bench "$RS" --backend cpu --variants fused,nhwc,layout --repeat 1 --rounds 2 --cache-dir "$TMP/kc" \
+  --param "layout.cost=analytic" --param "layout.table=$SRC/tests/data/layout/resnet_stack-cpu.costs"
+check "bench: layout plans end to end, checked against the reference" eval 'status_is 0 && out_has "2 round" && [ "$(grep -cE "^(fused|nhwc|layout) .*e-0[5-9]" "$TMP/out")" = 3 ]'
+run bench "$RS" --variants layout --param "layout.cost=nonsense"
+check "bench: a bad pass parameter fails cleanly" eval 'status_is 1 && err_has "cost"'
 run exec "$LN" --backend cuda --show-source fusion_0 --passes simplify,decompose,stitch
 check "CUDA source is viewable without a GPU" eval 'status_is 0 && out_has "__global__"'
 if ! ls /dev/nvidia0 >/dev/null 2>&1; then
