@@ -267,6 +267,7 @@ pl_cli_exec (int argc, char **argv)
   g_autofree char *show = NULL, *cache_dir = NULL, *budget_text = NULL;
   g_auto (GStrv) params = NULL;
   int repeat = 0, threads = 0;
+  gboolean predicted = FALSE;
   const GOptionEntry entries[] = {
     { "inputs", 'i', 0, G_OPTION_ARG_FILENAME_ARRAY, &input_paths,
       "A TensorProto (.pb) for the next graph input; repeat, or list more files after FILE", "F.pb" },
@@ -285,6 +286,8 @@ pl_cli_exec (int argc, char **argv)
     { "trace", 0, 0, G_OPTION_ARG_FILENAME, &trace_path,
       "Write the last run as a Chrome-trace / Perfetto timeline", "OUT.json" },
     { "report", 0, 0, G_OPTION_ARG_FILENAME, &report_path, "Write the per-kernel report as JSON", "OUT.json" },
+    { "predicted", 0, 0, G_OPTION_ARG_NONE, &predicted,
+      "Per conv and layout-transform kernel: the layout pass's predicted time against the measured one", NULL },
     { "show-source", 0, 0, G_OPTION_ARG_STRING, &show,
       "Print the generated code of node NODE's kernel (after the passes) for the backend and exit; "
       "needs no compiler or GPU", "NODE" },
@@ -404,6 +407,8 @@ pl_cli_exec (int argc, char **argv)
     }
   if (report && backend != PL_BACKEND_REFERENCE)
     pl_cli_print_kernel_table (report);
+  if (report && backend != PL_BACKEND_REFERENCE && predicted)
+    pl_cli_print_predicted (g, report);
   printf ("ran %u nodes in %.3f ms\n", g->nodes->len, ms);
 
   int status = 0;

@@ -19,6 +19,9 @@ char    *pl_cli_human_bytes       (int64_t b);
 /* The per-kernel table (kernel, ops fused, time median, bytes, achieved
  * GB/s) and the totals line. */
 void     pl_cli_print_kernel_table (const PlRunReport *r);
+/* Per conv / layout-transform kernel of g's run: the layout pass's predicted
+ * time (calibration cache, else analytic) against the measured one. */
+void     pl_cli_print_predicted    (const PlGraph *g, const PlRunReport *r);
 /* Bytes every kernel moves, summed (inputs read once + outputs written once). */
 int64_t  pl_cli_report_bytes      (const PlRunReport *r);
 

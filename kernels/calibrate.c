@@ -66,6 +66,7 @@ typedef struct {
 struct _PlCalibration {
   PlBackend   backend;
   bool        measure;
+  bool          use_cache;   /* analytic mode, but what the cache measured counts (pl_calibration_use_cache) */
   char       *machine;
   char       *dir;
   char       *path;
@@ -477,7 +478,7 @@ static const Entry *
 lookup (const PlCalibration *cal, const char *key)
 {
   const Entry *e = g_hash_table_lookup (cal->entries, key);
-  if (e && (e->source == PL_COST_TABLE || cal->measure))
+  if (e && (e->source == PL_COST_TABLE || cal->measure || cal->use_cache))
     return e;
   return NULL;
 }
@@ -1021,4 +1022,10 @@ const char *
 pl_calibration_unsupported_reason (const PlCalibration *cal, const char *key)
 {
   return g_hash_table_lookup (cal->unsupported, key);
+}
+
+void
+pl_calibration_use_cache (PlCalibration *cal)
+{
+  cal->use_cache = true;
 }

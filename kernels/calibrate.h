@@ -36,6 +36,9 @@ typedef struct _PlCalibration PlCalibration;
  * backend: PL_BACKEND_CPU or PL_BACKEND_CUDA (cuda without a GPU: error). */
 PlCalibration *pl_calibration_new     (PlBackend backend, bool measure, GError **error);
 void           pl_calibration_free    (PlCalibration *cal);
+/* Without measuring: use what the cache holds from earlier calibrations
+ * (analytic for the rest) — for comparing predictions with a run. */
+void           pl_calibration_use_cache (PlCalibration *cal);
 /* Measures, in one batch, every (conv, layout, impl) of the graph's convs and
  * every transform their values may need that the cache lacks; saves the cache. */
 bool           pl_calibration_prepare (PlCalibration *cal, const PlGraph *g, GError **error);

@@ -286,6 +286,9 @@ RS="$SRC/data/graphs/resnet_stack.graph"
 run bench "$RS" --backend cpu --variants fused,nhwc,layout --repeat 1 --rounds 2 --cache-dir "$TMP/kc" \
   --param "layout.cost=analytic" --param "layout.table=$SRC/tests/data/layout/resnet_stack-cpu.costs"
 check "bench: layout plans end to end, checked against the reference" eval 'status_is 0 && out_has "2 round" && [ "$(grep -cE "^(fused|nhwc|layout) .*e-0[5-9]" "$TMP/out")" = 3 ]'
+run exec "$SRC/data/graphs/resnet_block.graph" --backend cpu --cache-dir "$TMP/kc" --predicted \
+  --passes layout,fuse-library --param layout.cost=analytic --param "layout.table=$SRC/tests/data/layout/resnet_stack-cpu.costs"
+check "exec --predicted: the cost model per layer against the run" eval 'status_is 0 && out_has "predicted ms" && out_has "2 layers: predicted" && out_has " direct "'
 run bench "$RS" --variants layout --param "layout.cost=nonsense"
 check "bench: a bad pass parameter fails cleanly" eval 'status_is 1 && err_has "cost"'
 run exec "$LN" --backend cuda --show-source fusion_0 --passes simplify,decompose,stitch
