@@ -2,7 +2,8 @@
 """Exports real CNNs from PyTorch to ONNX for benchmarks and the layout
 pass: ResNet-18 and ResNet-50 as torchvision defines them, written out here
 (Debian's python3-torch has no torchvision), with random weights — nothing is
-downloaded. Usage: export_torch_models.py OUTDIR [resnet18|resnet50 ...]"""
+downloaded. Usage: export_torch_models.py OUTDIR [--batch N] [resnet18|resnet50 ...]
+(--batch: a static batch, as the layout pass needs; default a symbolic N)"""
 import sys
 
 import torch
@@ -76,11 +77,19 @@ MODELS = {
 }
 
 if __name__ == "__main__":
-    out = sys.argv[1]
+    args = sys.argv[1:]
+    batch = None   # None: a symbolic batch dim N
+    if "--batch" in args:
+        i = args.index("--batch")
+        batch = int(args[i + 1])
+        del args[i:i + 2]
+    out = args[0]
     torch.manual_seed(0)
-    for name in sys.argv[2:] or ["resnet18"]:
+    for name in args[1:] or ["resnet18"]:
         model = MODELS[name]().eval()
-        x = torch.randn(1, 3, 224, 224)
-        torch.onnx.export(model, x, f"{out}/{name}.onnx", opset_version=13, input_names=["image"],
-                          output_names=["logits"], dynamic_axes={"image": {0: "N"}, "logits": {0: "N"}})
-        print(f"wrote {out}/{name}.onnx")
+        x = torch.randn(batch or 1, 3, 224, 224)
+        suffix = f"-b{batch}" if batch else ""
+        torch.onnx.export(model, x, f"{out}/{name}{suffix}.onnx", opset_version=13, input_names=["image"],
+                          output_names=["logits"],
+                          dynamic_axes=None if batch else {"image": {0: "N"}, "logits": {0: "N"}})
+        print(f"wrote {out}/{name}{suffix}.onnx")
