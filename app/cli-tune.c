@@ -78,7 +78,7 @@ pl_cli_tune (int argc, char **argv)
     { "all", 'a', 0, G_OPTION_ARG_NONE, &all, "Tune every Conv (the default)", NULL },
     { "layout", 'l', 0, G_OPTION_ARG_STRING, &layout_name, "Layout of X and Y: NCHW (default), NHWC or CHWN", "L" },
     { "trials", 't', 0, G_OPTION_ARG_INT, &trials, "Tiles tried per search (default 32; 0: the whole space)", "N" },
-    { "repeat", 'r', 0, G_OPTION_ARG_INT, &repeat, "Timed runs per trial, median (default 3)", "N" },
+    { "repeat", 'r', 0, G_OPTION_ARG_INT, &repeat, "Timed runs per trial, the fastest counts (default 3)", "N" },
     { "seed", 's', 0, G_OPTION_ARG_INT64, &seed, "Seed of the random search order and data (default 1)", "N" },
     { "json", 'j', 0, G_OPTION_ARG_FILENAME, &json, "Write the results as JSON", "OUT" },
     { "cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &cache_dir, "Compiled kernels (default: the user cache)", "DIR" },

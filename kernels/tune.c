@@ -12,7 +12,10 @@
  * The searches. The kernel is compiled once (the tile is a run-time
  * argument); each search walks its space in a seeded random order (the
  * pruned one starts at the pebble tile), and a trial is one warm-up run
- * plus `repeat` timed runs, of which the median counts. The two searches
+ * plus `repeat` timed runs, of which the fastest counts: a direct conv does
+ * the same work every run, so time above the fastest is interference (on a
+ * shared machine a descheduled thread doubles a run), and a median of three
+ * lets one unlucky stretch rank a tile wrongly. The two searches
  * alternate trial by trial so that a change in the machine's load hits
  * both alike. A trial whose warm-up already takes 8 times the search's best
  * (before the first: the pebble tile's checking run) is not repeated: it
@@ -81,8 +84,22 @@ same_tile (const int64_t *a, const int64_t *b)
   return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
 }
 
+/* Tiles the output splits into (the units of parallel work; CHWN keeps the
+ * batch inside a tile). */
+static int64_t
+tile_count (const PlConvDesc *c, const int64_t tile[3])
+{
+  int64_t kg = c->c_out / c->group;
+  int64_t n = (c->out[1] + tile[0] - 1) / tile[0] * ((c->out[0] + tile[1] - 1) / tile[1]) * ((kg + tile[2] - 1) / tile[2]) * c->group;
+  return c->x_layout == PL_LAYOUT_CHWN ? n : n * c->batch;
+}
+
+/* The tiles near both pebble equations that still give every one of the
+ * Np parallel units a tile (the rule's S/Np is per unit: a tile holding the
+ * whole output leaves the other units idle). */
 static void
-pruned_space (const GArray *full, double S, double R, const int64_t pebble[3], GArray *out)
+pruned_space (const PlConvDesc *c, int units, const GArray *full, double S, double R, const int64_t pebble[3],
+              GArray *out)
 {
   for (double f = PRUNE_FACTOR;; f *= 2)
     {
@@ -91,7 +108,8 @@ pruned_space (const GArray *full, double S, double R, const int64_t pebble[3], G
         {
           const PlTuneTile *t = &g_array_index (full, PlTuneTile, i);
           double xy = (double) (t->tile[0] * t->tile[1]), z = (double) t->tile[2];
-          if ((within (xy, R * z, f) && within (xy * z, S, f)) || same_tile (t->tile, pebble))
+          bool busy = tile_count (c, t->tile) >= units;
+          if ((busy && within (xy, R * z, f) && within (xy * z, S, f)) || same_tile (t->tile, pebble))
             g_array_append_val (out, *t);
         }
       if (out->len >= MIN (PRUNE_MIN_TILES, full->len) || f > 1e9)
@@ -134,7 +152,7 @@ spaces (const PlConvDesc *c, GArray *full, GArray *pruned, int64_t pebble[3], do
   pl_conv_pebble_tile (c, mem, units, pebble);
   pl_conv_pebble_terms (c, mem, units, S, R);
   full_space (c, full);
-  pruned_space (full, *S, *R, pebble, pruned);
+  pruned_space (c, units, full, *S, *R, pebble, pruned);
 }
 
 bool
@@ -308,7 +326,7 @@ cmp_double (gconstpointer a, gconstpointer b)
   return (x > y) - (x < y);
 }
 
-/* One trial: a warm-up run and `repeat` timed runs; the median. A warm-up
+/* One trial: a warm-up run and `repeat` timed runs; the fastest. A warm-up
  * over GIVE_UP_FACTOR times best (> 0) counts as the trial's time. */
 static double
 time_tile (DirectFn fn, const Bench *b, const int64_t tile[3], int repeat, double best)
@@ -327,7 +345,7 @@ time_tile (DirectFn fn, const Bench *b, const int64_t tile[3], int repeat, doubl
       times[r] = now_ms () - t0;
     }
   qsort (times, repeat, sizeof (double), cmp_double);
-  return repeat % 2 ? times[repeat / 2] : 0.5 * (times[repeat / 2 - 1] + times[repeat / 2]);
+  return times[0];
 }
 
 /* A search in progress: its order of tiles and its trials. */

@@ -10,13 +10,13 @@ G_BEGIN_DECLS
 
 typedef struct {
   int64_t tile[3];     /* x (width), y (height), z (output channels) */
-  double  ms;          /* median of the timed repeats */
+  double  ms;          /* fastest of the timed repeats */
   double  best_ms;     /* best time over the trials so far, this one included */
 } PlTuneTrial;
 
 typedef struct {
   int      max_trials;   /* per search; 0: the whole space */
-  int      repeat;       /* timed runs per trial (median); 0: 3 */
+  int      repeat;       /* timed runs per trial (the fastest counts); 0: 3 */
   guint32  seed;         /* order of the full search's random walk */
   const char *cache_dir; /* compiled kernels; NULL: the default */
 } PlTuneOptions;
