@@ -41,6 +41,8 @@ int64_t      pl_cpu_conv_col_elems (const PlConvDesc *c);
  * per chunk of the batch's im2col matrix (chunks fit the cores' L2);
  * im2col's `n` is the chunk's index. */
 int64_t      pl_cpu_conv_chunk     (const PlConvDesc *c);
+/* NCHW: whole rows of the outermost output dim per im2col chunk (its n: image * chunks + chunk). */
+int64_t      pl_cpu_conv_nchw_rows (const PlConvDesc *c);
 bool         pl_cpu_conv_packs_weights (const PlConvDesc *c);
 /* [K][C/g][kh][kw] -> [K][kh][kw][C/g] (the same number of elements). */
 void         pl_cpu_conv_pack      (const PlConvDesc *c, const void *w_oihw, void *packed);

@@ -12,7 +12,11 @@
  *    between the passes, and a malloc'ed scratch row per thread for the
  *    materialized values. When there are too few rows to feed the cores,
  *    the rows run one after the other and each pass's loop is the parallel
- *    one (reduction clauses combine the threads' partial results).
+ *    one (reduction clauses combine the threads' partial results). Long
+ *    rows prefetch the next row during the second pass (PREFETCH_CHUNK);
+ *    outputs larger than the cache leave through a staging row and
+ *    streaming stores (STREAM_MIN_BYTES). A divide by a row value is a
+ *    multiply by its reciprocal (codegen-expr.c).
  *
  * Math functions vectorize: exp and tanh of f32 are inline polynomials
  * (below), the rest of libm goes through glibc's libmvec (declared with
@@ -71,17 +75,24 @@ static const char tanh_prelude[] =
   "                       + 1.33314422036E-1f) * z - 3.33332819422E-1f) * z * x + x;\n"
   "  return ax > 0.625f ? (x < 0.0f ? -big : big) : small;\n}\n";
 
-/* pl_stream: n bytes to dst with non-temporal stores from the first 64-byte
- * boundary (see STREAM_MIN_BYTES); PL_SFENCE orders them before later
- * stores. memcpy where the target has no streaming stores. */
+/* pl_stream: n bytes to dst with non-temporal stores for the 64-byte lines
+ * dst covers whole (see STREAM_MIN_BYTES), masked stores (AVX-512BW) or
+ * memcpy for the partial lines at either end; PL_SFENCE orders the
+ * streaming stores before later stores. */
 static const char stream_prelude[] =
   "#if defined (__AVX512F__) || defined (__AVX__) || defined (__SSE2__)\n#include <immintrin.h>\n"
   "#define PL_SFENCE() _mm_sfence ()\n#else\n#define PL_SFENCE() ((void) 0)\n#endif\n"
+  "#if defined (__AVX512BW__)\n"
+  "#define PL_COPY_PART(d, s, n) do { __mmask64 m_ = (__mmask64) ((1ull << (n)) - 1);"
+  " _mm512_mask_storeu_epi8 (d, m_, _mm512_maskz_loadu_epi8 (m_, s)); } while (0)\n"
+  "#else\n#define PL_COPY_PART(d, s, n) memcpy (d, s, n)\n#endif\n"
   "PLK_FN void pl_stream (void *restrict dst, const void *restrict src, size_t n)\n{\n"
   "  char *d = (char *) dst;\n  const char *s = (const char *) src;\n"
   "#if defined (__AVX512F__) || defined (__AVX__) || defined (__SSE2__)\n"
-  "  size_t head = (64 - ((uintptr_t) d & 63)) & 63;\n  head = head < n ? head : n;\n"
-  "  memcpy (d, s, head);\n  d += head, s += head, n -= head;\n"
+  "  size_t head = (64 - ((uintptr_t) d & 63)) & 63;\n"
+  "  head = head < n ? head : n;\n"
+  "  if (head)\n    PL_COPY_PART (d, s, head);\n"
+  "  d += head, s += head, n -= head;\n"
   "  for (; n >= 64; n -= 64, d += 64, s += 64)\n"
   "#if defined (__AVX512F__)\n"
   "    _mm512_stream_si512 ((void *) d, _mm512_loadu_si512 ((const void *) s));\n"
@@ -91,18 +102,21 @@ static const char stream_prelude[] =
   "#else\n"
   "    for (int k = 0; k < 64; k += 16)\n"
   "      _mm_stream_si128 ((__m128i *) (d + k), _mm_loadu_si128 ((const __m128i *) (s + k)));\n"
-  "#endif\n#endif\n"
-  "  memcpy (d, s, n);\n}\n";
+  "#endif\n"
+  "  if (n)\n    PL_COPY_PART (d, s, n);\n"
+  "#else\n  memcpy (d, s, n);\n#endif\n}\n";
 
 /* Every other libm function a kernel may call (generated code calls libm by
  * its C name, f-suffixed for f32) has a vector variant in glibc's libmvec,
  * which -lm pulls in on x86-64 (libm.so is a linker script naming it). These
  * declarations tell the compiler so, and loops calling them vectorize
  * (16 lanes per call with AVX-512) instead of calling libm once per element.
- * libmvec's documented max errors are 4 ulp or less (erff, logf: 4 and 3.91
- * ulp measured); special values (NaN, inf, out of range) fall back to the
- * scalar function. glibc >= 2.35 has the full set; elsewhere the loops stay
- * scalar calls, as correct as before. */
+ * Max errors of the f32 ones, measured over a sweep of all floats: 4.0 ulp
+ * (erff), 3.8 (logf), 3.2 (tanf), below 3 for the rest; the test allows 5.
+ * Special values (NaN, inf, out of range) fall back to the scalar function.
+ * glibc >= 2.35 has the full set; elsewhere the loops stay scalar calls, as
+ * correct as before. pow is left out (its vector form is untested here and
+ * calls the scalar one for every negative base). */
 static const char *const vector_libm_unary[] = {
   "expm1", "log", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
   "erf",
@@ -120,8 +134,6 @@ append_vector_libm (GString *s)
   /* exp and tanh of f32 are ours (above) */
   g_string_append (s, "#pragma omp declare simd notinbranch\ndouble exp (double);\n"
                       "#pragma omp declare simd notinbranch\ndouble tanh (double);\n"
-                      "#pragma omp declare simd notinbranch\nfloat powf (float, float);\n"
-                      "#pragma omp declare simd notinbranch\ndouble pow (double, double);\n"
                       "#endif\n");
 }
 
@@ -154,6 +166,7 @@ typedef struct {
   const PlLoopPlan   *lp;
   int                 indent;
   bool                stream;   /* rows: stage contiguous row stores, write them out non-temporally */
+  bool                prefetch; /* rows: the second pass prefetches the next row (PREFETCH_CHUNK) */
 } Emit;
 
 static void G_GNUC_PRINTF (2, 3)
@@ -394,8 +407,13 @@ pass_needs_ridx (const PlLoopPlan *lp, int pass)
  * ownership): a third of the memory traffic of softmax. Such a row store,
  * when it writes the row contiguously (out[base(row) + ridx]), goes to a
  * staging row in L1 and pl_stream writes the finished row with streaming
- * stores. Only in row-parallel kernels (a thread owns its rows). */
-#define STREAM_MIN_BYTES ((int64_t) 64 << 20)
+ * stores (softmax [8192, 4096]: 10% faster). Only in row-parallel kernels (a
+ * thread owns its rows), and rows of 4 KiB or more: the runtime's arena
+ * starts 16 bytes off a cache line, and a short row's partial lines at both
+ * ends, shared with the rows beside it, cost what streaming saves (1 KiB
+ * rows: 15% faster streamed when on a line, 6% slower off it). */
+#define STREAM_MIN_BYTES     ((int64_t) 64 << 20)
+#define STREAM_MIN_ROW_BYTES 4096
 
 /* Whether store st writes out[base(row) + ridx]. */
 static bool
@@ -417,8 +435,9 @@ static bool
 streamed (const Emit *e, const PlStore *st)
 {
   const PlLoopPlan *lp = e->lp;
-  int64_t bytes = lp->total * (int64_t) pl_dtype_size (at (lp, st->value)->dtype);
-  return e->stream && st->level == PL_LEVEL_ELEM && bytes >= STREAM_MIN_BYTES && row_contiguous (lp, st);
+  int64_t size = (int64_t) pl_dtype_size (at (lp, st->value)->dtype);
+  return e->stream && st->level == PL_LEVEL_ELEM && lp->total * size >= STREAM_MIN_BYTES &&
+         lp->row_len * size >= STREAM_MIN_ROW_BYTES && row_contiguous (lp, st);
 }
 
 static bool
@@ -495,6 +514,64 @@ emit_pass_body (Emit *e, int pass)
     }
 }
 
+/* Prefetching the next row. The first pass of a row waits on memory with
+ * little to compute, and the passes after it compute on L1 data while the
+ * memory idles; so the second pass, in chunks of PREFETCH_CHUNK elements,
+ * prefetches the next row's lines of every input the first pass streams,
+ * and the next row's first pass finds them in cache (softmax [8192, 4096]:
+ * 21 -> 18 ms). Row-parallel kernels with one reduced dim and long rows. */
+#define PREFETCH_CHUNK   256
+#define PREFETCH_MIN_ROW 1024
+
+/* Whether x is a load of the first pass from an input whose rows are
+ * contiguous (in[... + row * row_len + c]), so the next row is row_len on. */
+static bool
+prefetched (const PlLoopPlan *lp, const PlInstr *x)
+{
+  if (x->op != PL_SOP_LOAD || !x->used || x->level != PL_LEVEL_ELEM || !(x->passes & 1u) || lp->n_kept < 1)
+    return false;
+  bool nested = false, row_nested = false;
+  return pl_idx_coord_coef (x->index, lp->rank - 1, &nested) == 1 && !nested &&
+         pl_idx_coord_coef (x->index, lp->n_kept - 1, &row_nested) == lp->row_len && !row_nested;
+}
+
+static bool
+wants_prefetch (const PlLoopPlan *lp)
+{
+  if (lp->n_passes < 2 || lp->rank - lp->n_kept != 1 || lp->row_len < PREFETCH_MIN_ROW)
+    return false;
+  for (guint i = 0; i < lp->instrs->len; i++)
+    if (prefetched (lp, at (lp, (int) i)))
+      return true;
+  return false;
+}
+
+/* Opens the chunk loop around the reduced dim k (closed by the caller) and
+ * prefetches the chunk's lines of the next row. */
+static void
+emit_prefetch_chunk (Emit *e, int k)
+{
+  const PlLoopPlan *lp = e->lp;
+  int64_t n = lp->dims[k];
+  line (e, "for (int64_t cb = 0; cb < %" G_GINT64_FORMAT "; cb += %d)", n, PREFETCH_CHUNK);
+  line (e, "{");
+  e->indent++;
+  line (e, "const int64_t ce = cb + %d < %" G_GINT64_FORMAT " ? cb + %d : %" G_GINT64_FORMAT ";", PREFETCH_CHUNK, n,
+        PREFETCH_CHUNK, n);
+  const char *names[PL_MAX_RANK];
+  for (int j = 0; j < lp->rank; j++)
+    names[j] = j == k ? "pf" : pl_codegen_coord_names ()[j];
+  for (guint i = 0; i < lp->instrs->len; i++)
+    {
+      const PlInstr *x = at (lp, (int) i);
+      if (!prefetched (lp, x))
+        continue;
+      g_autofree char *ix = pl_idx_to_c (x->index, names);
+      line (e, "for (int64_t pf = cb; pf < ce; pf += %d)", 64 / (int) MAX (pl_dtype_size (x->dtype), 1));
+      line (e, "  __builtin_prefetch (&in%d[%s] + %" G_GINT64_FORMAT ");", x->slot, ix, lp->row_len);
+    }
+}
+
 /* One pass over the row's reduced dims; par: the outermost loop is the parallel one. */
 static void
 emit_pass (Emit *e, int pass, bool par)
@@ -512,20 +589,26 @@ emit_pass (Emit *e, int pass, bool par)
       e->indent--;
       line (e, "}");
     }
+  bool chunked = e->prefetch && pass == 1 && !par;
   for (int k = lp->n_kept; k < lp->rank; k++)
     {
       bool inner = k == lp->rank - 1, outer = k == lp->n_kept;
+      if (inner && chunked)
+        emit_prefetch_chunk (e, k);
       if (par && outer && !has_arg)
         line (e, "#pragma omp parallel for%s schedule(static)%s", inner ? " simd" : "", clauses);
       else if (inner && !has_arg)
         line (e, "#pragma omp simd%s", clauses);
-      line (e, "for (int64_t c%d = 0; c%d < %" G_GINT64_FORMAT "; c%d++)", k, k, lp->dims[k], k);
+      if (inner && chunked)
+        line (e, "for (int64_t c%d = cb; c%d < ce; c%d++)", k, k, k);
+      else
+        line (e, "for (int64_t c%d = 0; c%d < %" G_GINT64_FORMAT "; c%d++)", k, k, lp->dims[k], k);
       line (e, "{");
       e->indent++;
       if (inner)
         emit_pass_body (e, pass);
     }
-  for (int k = lp->n_kept; k < lp->rank; k++)
+  for (int k = lp->n_kept; k < lp->rank + chunked; k++)
     {
       e->indent--;
       line (e, "}");
@@ -578,6 +661,14 @@ emit_row (Emit *e, bool par)
     }
 }
 
+/* `scratch`: n_rows rows of row_len 8-byte slots (nothing when 0). */
+static void
+emit_scratch_alloc (Emit *e, int n_rows)
+{
+  if (n_rows)
+    line (e, "char *scratch = (char *) malloc ((size_t) %d * %" G_GINT64_FORMAT " * 8);", n_rows, e->lp->row_len);
+}
+
 static void
 emit_rows (Emit *e)
 {
@@ -588,32 +679,29 @@ emit_rows (Emit *e)
   bool par = lp->total >= PARALLEL_MIN;
   /* too few rows for the cores: parallelize inside each row instead */
   bool inner_par = par && lp->n_rows < 16 && lp->row_len >= 65536 && !has_arg && lp->rank > lp->n_kept;
-  const char *alloc = lp->n_scratch ? "(char *) malloc" : NULL;
   if (inner_par)
     {
-      if (alloc)
-        line (e, "char *scratch = %s ((size_t) %d * %" G_GINT64_FORMAT " * 8);", alloc, lp->n_scratch, lp->row_len);
+      emit_scratch_alloc (e, lp->n_scratch);
       line (e, "for (int64_t row = 0; row < %" G_GINT64_FORMAT "; row++)", lp->n_rows);
       line (e, "{");
       e->indent++;
       emit_row (e, true);
       e->indent--;
       line (e, "}");
-      if (alloc)
+      if (lp->n_scratch)
         line (e, "free (scratch);");
       return;
     }
   e->stream = !e->p->in_place;
-  int n_staged = 0;
+  e->prefetch = wants_prefetch (lp);
+  int n_rows_alloc = lp->n_scratch;   /* scratch rows, then staging rows */
   for (guint s = 0; s < lp->stores->len; s++)
-    n_staged += streamed (e, &g_array_index (lp->stores, PlStore, s));
+    n_rows_alloc += streamed (e, &g_array_index (lp->stores, PlStore, s));
   if (par)
     line (e, "#pragma omp parallel");
   line (e, "{");
   e->indent++;
-  if (alloc || n_staged)
-    line (e, "char *scratch = (char *) malloc ((size_t) %d * %" G_GINT64_FORMAT " * 8);", lp->n_scratch + n_staged,
-          lp->row_len);
+  emit_scratch_alloc (e, n_rows_alloc);
   if (par)
     line (e, "#pragma omp for schedule(static)");
   line (e, "for (int64_t row = 0; row < %" G_GINT64_FORMAT "; row++)", lp->n_rows);
@@ -622,13 +710,13 @@ emit_rows (Emit *e)
   emit_row (e, false);
   e->indent--;
   line (e, "}");
-  if (n_staged)
+  if (n_rows_alloc > lp->n_scratch)
     line (e, "PL_SFENCE ();   /* the streaming stores reach memory before the threads join */");
-  if (alloc || n_staged)
+  if (n_rows_alloc)
     line (e, "free (scratch);");
   e->indent--;
   line (e, "}");
-  e->stream = false;
+  e->stream = e->prefetch = false;
 }
 
 static void
@@ -733,27 +821,39 @@ close_loops (Emit *e, int n)
     }
 }
 
+/* NCHW: n is image * chunks + chunk, a chunk being `rows` whole rows of
+ * the outermost output dim (pl_cpu_conv_nchw_rows); the chunk's columns
+ * are contiguous in Y, so the GEMM writes them with Y's leading dim. */
 static void
 im2col_nchw (Emit *e, const Im2col *m)
 {
   const PlConvDesc *c = m->c;
+  int64_t rows = pl_cpu_conv_nchw_rows (c), chunks = (c->out[0] + rows - 1) / rows, inner = c->col_cols / c->out[0];
+  line (e, "const int64_t img = n / %" G_GINT64_FORMAT ", lo = n %% %" G_GINT64_FORMAT " * %" G_GINT64_FORMAT
+        ", hi = lo + %" G_GINT64_FORMAT " < %" G_GINT64_FORMAT " ? lo + %" G_GINT64_FORMAT " : %" G_GINT64_FORMAT ";",
+        chunks, chunks, rows, rows, c->out[0], rows, c->out[0]);
+  if (rows * inner * c->col_rows >= PARALLEL_MIN)
+    line (e, "#pragma omp parallel for schedule(static)");
   line (e, "for (int64_t r = 0; r < %" G_GINT64_FORMAT "; r++)", c->col_rows);
   line (e, "{");
   e->indent++;
   line (e, "const int64_t ci = r / %" G_GINT64_FORMAT ";", m->kprod);
   emit_split (e, "r", "k", c->n, c->kernel);
-  line (e, "const %s *xc = x + n * %" G_GINT64_FORMAT " + (g * %" G_GINT64_FORMAT " + ci) * %" G_GINT64_FORMAT ";",
+  line (e, "const %s *xc = x + img * %" G_GINT64_FORMAT " + (g * %" G_GINT64_FORMAT " + ci) * %" G_GINT64_FORMAT ";",
         m->t, m->xs[0], m->cg, m->xs[1]);
-  line (e, "%s *cr = col + r * %" G_GINT64_FORMAT ";", m->t, c->col_cols);
+  line (e, "%s *cr = col + r * (hi - lo) * %" G_GINT64_FORMAT ";", m->t, inner);
   for (int d = 0; d < c->n; d++)
     {
-      line (e, "for (int64_t o%d = 0; o%d < %" G_GINT64_FORMAT "; o%d++)", d, d, c->out[d], d);
+      if (d == 0)
+        line (e, "for (int64_t o0 = lo; o0 < hi; o0++)");
+      else
+        line (e, "for (int64_t o%d = 0; o%d < %" G_GINT64_FORMAT "; o%d++)", d, d, c->out[d], d);
       line (e, "{");
       e->indent++;
       emit_window (e, c, d);
     }
   g_autofree char *oix = flat_index ("o", c->n, c->out);
-  line (e, "cr[%s] = ok%d ? xc[%s] : (%s) 0;", oix, m->last, m->sp, m->t);
+  line (e, "cr[%s - lo * %" G_GINT64_FORMAT "] = ok%d ? xc[%s] : (%s) 0;", oix, inner, m->last, m->sp, m->t);
   close_loops (e, c->n + 1);
 }
 
@@ -842,11 +942,7 @@ emit_im2col (GString *o, const PlKernelPlan *p)
   else if (c->y_layout == PL_LAYOUT_CHWN)
     im2col_chwn (&e, &m, pl_cpu_conv_chunk (c));
   else
-    {
-      if (c->col_rows * c->col_cols >= PARALLEL_MIN)
-        line (&e, "#pragma omp parallel for schedule(static)");
-      im2col_nchw (&e, &m);
-    }
+    im2col_nchw (&e, &m);
   e.indent--;
   line (&e, "}\n");
   g_free (m.sp);

@@ -267,13 +267,34 @@ pl_cpu_conv_chunk (const PlConvDesc *c)
   return (units + pieces - 1) / pieces * unit;   /* even chunks */
 }
 
+/* NCHW: one image's matrix goes in chunks of whole output rows (the
+ * outermost spatial dim) of at most NCHW_CHUNK_BYTES, so the workspace
+ * stays small whatever the image size (a 50% memory budget must not be
+ * eaten by im2col, DESIGN.md §1.5) and the GEMM reads the chunk from cache.
+ * resnet_train at a 50% swap budget: measured device peak 5.0 MiB with
+ * 4 MiB chunks, 2.5 MiB with 1 MiB chunks (budget 3.1 MiB); resnet_stack's
+ * NCHW convs ran 19-29 ms either way on the shared machine (noise larger
+ * than any difference). */
+#define NCHW_CHUNK_BYTES ((int64_t) 1 << 20)
+int64_t
+pl_cpu_conv_nchw_rows (const PlConvDesc *c)
+{
+  int64_t inner = c->col_cols / c->out[0];
+  int64_t fit = NCHW_CHUNK_BYTES / (c->col_rows * (int64_t) pl_dtype_size (c->dtype) * inner);
+  if (fit >= c->out[0])
+    return c->out[0];
+  int64_t pieces = (c->out[0] + MAX (fit, 1) - 1) / MAX (fit, 1);
+  return (c->out[0] + pieces - 1) / pieces;   /* even chunks */
+}
+
 int64_t
 pl_cpu_conv_col_elems (const PlConvDesc *c)
 {
   if (pl_conv_is_pointwise (c))
     return 0;
-  /* NCHW: one (image, group); the others: one group's chunk of the batch */
-  return c->col_rows * (c->y_layout == PL_LAYOUT_NCHW ? c->col_cols : pl_cpu_conv_chunk (c));
+  /* NCHW: a chunk of one (image, group)'s rows; the others: one group's chunk of the batch */
+  return c->col_rows * (c->y_layout == PL_LAYOUT_NCHW ? pl_cpu_conv_nchw_rows (c) * (c->col_cols / c->out[0])
+                                                     : pl_cpu_conv_chunk (c));
 }
 
 bool
@@ -344,18 +365,26 @@ pl_cpu_conv (const PlConvDesc *c, const void *x, const void *w, void *y, void *c
           }
       return;
     default:
-      /* Y[n][K][OH·OW] = W[K][C/g·k] x col[C/g·k][OH·OW], per (image, group) */
+      /* Y[n][K][OH·OW] = W[K][C/g·k] x col[C/g·k][OH·OW], per (image, group), a chunk of
+       * output rows at a time (im2col's n argument: image * chunks + chunk) */
       for (int64_t n = 0; n < c->batch; n++)
         for (int64_t g = 0; g < c->group; g++)
           {
-            const void *b = xb + (n * c->c_in + g * cg) * P * es;
-            if (!x_is_col)
+            if (x_is_col)
               {
-                im2col (x, col, n, g);
-                b = col;
+                gemm_one (c->dtype, false, false, mg, P, R, 1.0, wb + g * mg * R * es, R,
+                          xb + (n * c->c_in + g * cg) * P * es, P, yb + (n * c->c_out + g * mg) * P * es, P);
+                continue;
               }
-            gemm_one (c->dtype, false, false, mg, P, R, 1.0, wb + g * mg * R * es, R, b, P,
-                      yb + (n * c->c_out + g * mg) * P * es, P);
+            int64_t rows = pl_cpu_conv_nchw_rows (c), inner = P / c->out[0];
+            int64_t chunks = (c->out[0] + rows - 1) / rows;
+            for (int64_t k = 0; k < chunks; k++)
+              {
+                int64_t cols = (MIN (c->out[0], (k + 1) * rows) - k * rows) * inner;
+                im2col (x, col, n * chunks + k, g);
+                gemm_one (c->dtype, false, false, mg, cols, R, 1.0, wb + g * mg * R * es, R, col, cols,
+                          yb + ((n * c->c_out + g * mg) * P + k * rows * inner) * es, P);
+              }
           }
       return;
     }

@@ -286,6 +286,14 @@ RS="$SRC/data/graphs/resnet_stack.graph"
 run bench "$RS" --backend cpu --variants fused,nhwc,layout --repeat 1 --rounds 2 --cache-dir "$TMP/kc" \
   --param "layout.cost=analytic" --param "layout.table=$SRC/tests/data/layout/resnet_stack-cpu.costs"
 check "bench: layout plans end to end, checked against the reference" eval 'status_is 0 && out_has "2 round" && [ "$(grep -cE "^(fused|nhwc|layout) .*e-0[5-9]" "$TMP/out")" = 3 ]'
+# Swap (seed 004) on a conv training step: at a 50% budget the measured device
+# memory, im2col workspace included, fits the budget the runtime enforces;
+# without the swap pass the same budget is refused with the advice to swap.
+RT="$SRC/data/graphs/resnet_train.graph"
+run exec "$RT" --backend cpu --cache-dir "$TMP/kc" --passes grad,swap --param swap.budget=50% --device-budget 3212822
+check "exec: resnet training step swapped to 50% runs within that budget" eval 'status_is 0 && out_has "budget 3.1 MiB" && out_has "swap copies"'
+run exec "$RT" --backend cpu --cache-dir "$TMP/kc" --passes grad --device-budget 3212822
+check "exec: the unswapped step is refused under that budget" eval 'status_is 1 && err_has "run the swap pass"'
 run exec "$SRC/data/graphs/resnet_block.graph" --backend cpu --cache-dir "$TMP/kc" --predicted \
   --passes layout,fuse-library --param layout.cost=analytic --param "layout.table=$SRC/tests/data/layout/resnet_stack-cpu.costs"
 check "exec --predicted: the cost model per layer against the run" eval 'status_is 0 && out_has "predicted ms" && out_has "2 layers: predicted" && out_has " direct "'
