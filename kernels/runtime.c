@@ -4,7 +4,8 @@
  *
  * Buffers. Graph inputs and constants use the caller's and the graph's
  * tensors (cpu; uploaded on cuda). Every value a kernel produces gets a place
- * in one arena, assigned first fit over the schedule: allocated when its
+ * in one arena, assigned first fit over the schedule (then by size, largest
+ * first, when that packs tighter: pack_arena): allocated when its
  * step runs, freed after its last reader (views share their source's place
  * and keep it alive). The arena is allocated once; the memory timeline of a
  * run records the bytes in use at each step's start and end.
@@ -691,6 +692,87 @@ in_arena (const Buffer *b)
   return (b->kind == BUF_TEMP && !b->host) || b->kind == BUF_INPUT;
 }
 
+typedef struct {
+  int     buf;
+  int64_t size;
+  int     first, last;   /* inputs: first = -1 */
+} Lifetime;
+
+static int
+cmp_lifetime (gconstpointer a, gconstpointer b)
+{
+  const Lifetime *x = a, *y = b;
+  if (x->size != y->size)
+    return x->size < y->size ? 1 : -1;
+  return (y->last - y->first) - (x->last - x->first);
+}
+
+/* Offsets by size, largest first, each at the lowest address free over its
+ * whole lifetime (the "greedy by size" plan of TFLite's memory planner).
+ * First fit in time order fragments when a small tensor freed late sits
+ * below a large hole; placing the large ones first usually lands within a
+ * few percent of the peak. Quadratic: used up to GREEDY_MAX buffers.
+ * Returns the arena size, offsets in out[] (per Lifetime). */
+#define GREEDY_MAX 20000
+static int64_t
+greedy_by_size (GArray *lt, int64_t *out)
+{
+  g_array_sort (lt, cmp_lifetime);
+  int n = (int) lt->len;
+  int64_t arena = 0;
+  g_autoptr (GArray) busy = g_array_new (FALSE, FALSE, sizeof (Block));
+  for (int i = 0; i < n; i++)
+    {
+      const Lifetime *x = &g_array_index (lt, Lifetime, i);
+      g_array_set_size (busy, 0);
+      for (int j = 0; j < i; j++)
+        {
+          const Lifetime *y = &g_array_index (lt, Lifetime, j);
+          if (y->first <= x->last && x->first <= y->last)
+            g_array_append_val (busy, ((Block) { out[j], y->size }));
+        }
+      g_array_sort (busy, cmp_block);
+      int64_t at = 0;
+      for (guint k = 0; k < busy->len; k++)
+        {
+          const Block *b = &g_array_index (busy, Block, k);
+          if (b->offset - at >= x->size)
+            break;
+          at = MAX (at, b->offset + b->size);
+        }
+      out[i] = at;
+      arena = MAX (arena, at + x->size);
+    }
+  return arena;
+}
+
+/* Replaces the first-fit offsets by greedy-by-size ones when that makes the
+ * arena smaller. */
+static void
+pack_arena (PlExecutable *e)
+{
+  g_autoptr (GArray) lt = g_array_new (FALSE, FALSE, sizeof (Lifetime));
+  for (guint i = 0; i < e->bufs->len; i++)
+    {
+      Buffer *b = buf (e, (int) i);
+      if ((b->kind != BUF_TEMP && b->kind != BUF_INPUT) || b->last < 0 || b->offset < 0 || !in_arena (b))
+        continue;
+      if (b->kind == BUF_TEMP && b->first < 0)
+        continue;
+      Lifetime l = { (int) i, (b->bytes + 63) & ~(int64_t) 63, b->kind == BUF_INPUT ? -1 : b->first, b->last };
+      g_array_append_val (lt, l);
+    }
+  if (lt->len == 0 || lt->len > GREEDY_MAX)
+    return;
+  g_autofree int64_t *off = g_new (int64_t, lt->len);
+  int64_t arena = greedy_by_size (lt, off);
+  if (arena >= e->arena_bytes)
+    return;
+  for (guint i = 0; i < lt->len; i++)
+    buf (e, g_array_index (lt, Lifetime, i).buf)->offset = off[i];
+  e->arena_bytes = arena;
+}
+
 static void
 plan_memory (PlExecutable *e)
 {
@@ -782,6 +864,7 @@ plan_memory (PlExecutable *e)
             release (live, b->offset);
         }
     }
+  pack_arena (e);
 }
 
 /* The arena is the device memory the plan needs: it must fit the budget. */
