@@ -295,7 +295,7 @@ check "exec: resnet training step swapped to 50% runs within that budget" eval '
 run exec "$RT" --backend cpu --cache-dir "$TMP/kc" --passes grad --device-budget 3212822
 check "exec: the unswapped step is refused under that budget" eval 'status_is 1 && err_has "run the swap pass"'
 run exec "$RT" --backend cpu --cache-dir "$TMP/kc" --passes grad --repeat 1
-check "exec: the arena packs to the peak (greedy by size, no fragmentation here)" eval 'status_is 0 && grep -qE "device peak ([0-9.]+ [KM]iB) \(arena \1," "$TMP/out"'
+check "exec: the arena packs within 5% of the peak (greedy by size)" eval 'status_is 0 && awk "/^memory:/ { exit !(\$7 <= 1.05 * \$4 && \$5 \",\" == \$8) }" "$TMP/out"'
 run exec "$SRC/data/graphs/resnet_block.graph" --backend cpu --cache-dir "$TMP/kc" --predicted \
   --passes layout,fuse-library --param layout.cost=analytic --param "layout.table=$SRC/tests/data/layout/resnet_stack-cpu.costs"
 check "exec --predicted: the cost model per layer against the run" eval 'status_is 0 && out_has "predicted ms" && out_has "2 layers: predicted" && out_has " direct "'
