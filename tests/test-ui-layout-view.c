@@ -24,20 +24,7 @@
 #include "test-ui-util.h"
 #include "text-format.h"
 
-static gboolean have_display;
 static PlApplication *app;
-static char *tmp_dir;
-
-#define REQUIRE_DISPLAY()                  \
-  G_STMT_START                             \
-  {                                        \
-    if (!have_display)                     \
-      {                                    \
-        g_test_skip ("no display");        \
-        return;                            \
-      }                                    \
-  }                                        \
-  G_STMT_END
 
 /* Two convs in two layouts with the transforms between them, as the layout
  * pass leaves a graph. */
@@ -232,7 +219,7 @@ test_scene (void)
   double r, g, b;
   pl_graph_layout_colour (PL_LAYOUT_NHWC, &r, &g, &b);
   int tr = (int) round (r * 255), tg = (int) round (g * 255), tb = (int) round (b * 255);
-  g_autofree char *png = g_build_filename (tmp_dir, "scene.png", NULL);
+  g_autofree char *png = g_build_filename (pl_test_ui_tmp_dir (), "scene.png", NULL);
   pl_graph_scene_show (sc, s_after, NULL, NULL);
   g_assert_true (pl_graph_scene_export (sc, png, 0, 0, l->width, l->height, 1.5, &error));
   g_assert_no_error (error);
@@ -304,25 +291,6 @@ test_report_parse (void)
 
 /* --- widgets -------------------------------------------------------------------------------------- */
 
-static void
-collect_text (GtkWidget *widget, GString *out)
-{
-  if (!gtk_widget_get_visible (widget))
-    return;
-  if (GTK_IS_LABEL (widget))
-    g_string_append_printf (out, "%s\n", gtk_label_get_text (GTK_LABEL (widget)));
-  for (GtkWidget *c = gtk_widget_get_first_child (widget); c; c = gtk_widget_get_next_sibling (c))
-    collect_text (c, out);
-}
-
-static char *
-widget_text (gpointer widget)
-{
-  GString *s = g_string_new (NULL);
-  collect_text (GTK_WIDGET (widget), s);
-  return g_string_free (s, FALSE);
-}
-
 /* Widgets under widget with css class name. */
 static int
 count_class (GtkWidget *widget, const char *name)
@@ -340,47 +308,20 @@ assert_contains (const char *text, const char *part)
     g_error ("'%s' not in:\n%s", part, text);
 }
 
-static void
-wait_idle (PlWindow *win)
-{
-  gint64 deadline = g_get_monotonic_time () + 120 * G_USEC_PER_SEC;
-  while (pl_window_is_busy (win))
-    {
-      g_main_context_iteration (NULL, FALSE);
-      if (g_get_monotonic_time () > deadline)
-        g_error ("the window stayed busy for 120 s");
-      g_usleep (1000);
-    }
-  for (int i = 0; i < 50; i++)
-    g_main_context_iteration (NULL, FALSE);
-}
-
 static PlWindow *
 open_window (const char *path, const char *passes)
 {
-  PlWindow *win = pl_window_new (app);
-  gtk_window_set_default_size (GTK_WINDOW (win), 1200, 800);
-  gtk_window_present (GTK_WINDOW (win));
-  g_autoptr (GFile) file = g_file_new_for_path (path);
   PlOpenRequest req = { .passes = passes, .step = -1, .select = NULL };
-  pl_window_open (win, file, &req);
-  wait_idle (win);
+  PlWindow *win = pl_test_ui_open_window (app, path, &req);
+  pl_test_ui_wait_idle (win);
   g_assert_null (pl_window_get_error (win));
   return win;
-}
-
-static void
-close_window (PlWindow *win)
-{
-  gtk_window_destroy (GTK_WINDOW (win));
-  for (int i = 0; i < 20; i++)
-    g_main_context_iteration (NULL, FALSE);
 }
 
 static char *
 write_sample (void)
 {
-  char *path = g_build_filename (tmp_dir, "layouts.graph", NULL);
+  char *path = g_build_filename (pl_test_ui_tmp_dir (), "layouts.graph", NULL);
   g_assert_true (g_file_set_contents (path, with_layouts, -1, NULL));
   return path;
 }
@@ -388,7 +329,7 @@ write_sample (void)
 static void
 test_inspector (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   g_autofree char *path = write_sample ();
   PlWindow *win = open_window (path, NULL);
   PlInspector *insp = pl_window_get_inspector (win);
@@ -404,7 +345,7 @@ test_inspector (void)
   /* A conv: its layout, implementation and tile; its input's layout. */
   g_assert_true (pl_window_select (win, "conv1"));
   g_assert_cmpstr (pl_inspector_get_title (insp), ==, "conv1");
-  g_autofree char *conv = widget_text (insp);
+  g_autofree char *conv = pl_test_ui_widget_text (insp);
   assert_contains (conv, "Layout and kernel");
   assert_contains (conv, "NHWC — channels last");
   assert_contains (conv, "direct — the generated tiled convolution");
@@ -412,22 +353,22 @@ test_inspector (void)
   assert_contains (conv, "f32[1, 16, 14, 14] @NHWC");
   /* One without impl: gemm by default, its input in another layout. */
   g_assert_true (pl_window_select (win, "conv2"));
-  g_autofree char *conv2 = widget_text (insp);
+  g_autofree char *conv2 = pl_test_ui_widget_text (insp);
   assert_contains (conv2, "CHWN — batch innermost");
   assert_contains (conv2, "gemm — im2col");
 
   /* A transform: what it converts. */
   g_assert_true (pl_window_select (win, "to_nhwc"));
-  g_autofree char *tr = widget_text (insp);
+  g_autofree char *tr = pl_test_ui_widget_text (insp);
   assert_contains (tr, "NCHW → NHWC");
 
   /* A value: its layout and strides. */
   g_assert_true (pl_window_select (win, "x"));
-  g_autofree char *x = widget_text (insp);
+  g_autofree char *x = pl_test_ui_widget_text (insp);
   assert_contains (x, "Memory layout");
   assert_contains (x, "NCHW — row-major");
   assert_contains (x, "N 3136 · C 196 · H 14 · W 1");
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 /* A step whose report holds a cost table: the inspector draws a grid with
@@ -435,7 +376,7 @@ test_inspector (void)
 static void
 test_report_table (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   g_autoptr (PlGraph) g = parse (with_layouts);
   PlStep step = { .pass_name = (char *) "layout", .graph = g, .changed = true, .report = (char *) cost_report };
   GtkWidget *win = gtk_window_new ();
@@ -446,7 +387,7 @@ test_report_table (void)
   g_assert_cmpint (count_class (GTK_WIDGET (insp), "report-table"), ==, 1);
   g_assert_cmpint (count_class (GTK_WIDGET (insp), "report-heading"), ==, 8);
   g_assert_cmpint (count_class (GTK_WIDGET (insp), "report-chosen"), ==, 3);
-  g_autofree char *text = widget_text (insp);
+  g_autofree char *text = pl_test_ui_widget_text (insp);
   assert_contains (text, "Step 1 · layout");
   assert_contains (text, "1x16x14x14 -> 16 k3x3 s2 p1 d2");
   assert_contains (text, "best single layout: NHWC 0.3300 ms");
@@ -459,7 +400,7 @@ test_report_table (void)
 static void
 test_layout_step (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   if (!pl_pass_find ("layout"))
     {
       g_test_skip ("no `layout` pass registered");
@@ -474,7 +415,7 @@ test_layout_step (void)
   const PlStep *step = pl_history_step (h, 1);
   g_assert_nonnull (step->report);
   PlInspector *insp = pl_window_get_inspector (win);
-  g_autofree char *text = widget_text (insp);
+  g_autofree char *text = pl_test_ui_widget_text (insp);
   assert_contains (text, "Step 1 · layout");
   /* Every conv is a row of the report's table, when the report has one. */
   g_autoptr (GPtrArray) blocks = pl_report_parse (step->report);
@@ -498,14 +439,14 @@ test_layout_step (void)
       g_assert_nonnull (l->nodes[k].detail);
       g_assert_true (g_str_has_prefix (l->nodes[k].detail, pl_layout_name (n->outputs[0]->layout)));
     }
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 /* The tuning page: a tiny tune of conv1 fills the chart with both searches. */
 static void
 test_tune (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   g_autofree char *path = write_sample ();
   PlWindow *win = open_window (path, NULL);
   PlTunePanel *panel = pl_tune_panel_get_for_window (win);
@@ -547,46 +488,15 @@ test_tune (void)
   while (pl_tune_panel_is_running (panel))
     g_main_context_iteration (NULL, TRUE);
   g_assert_true (pl_tune_panel_get_result (panel) == r);
-  close_window (win);
-}
-
-static void
-remove_tree (const char *path)
-{
-  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-  while (dir && (name = g_dir_read_name (dir)))
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
-        remove_tree (child);
-      else
-        g_unlink (child);
-    }
-  g_rmdir (path);
+  pl_test_ui_close_window (win);
 }
 
 int
 main (int argc, char **argv)
 {
-  pl_test_ui_reexec_with_display (argc, argv);
-  /* Keep the person's settings, recent files and caches out of it. */
-  tmp_dir = g_dir_make_tmp ("passlab-ui-layouts-XXXXXX", NULL);
-  g_setenv ("XDG_CONFIG_HOME", tmp_dir, TRUE);
-  g_setenv ("XDG_DATA_HOME", tmp_dir, TRUE);
-  g_setenv ("XDG_CACHE_HOME", tmp_dir, TRUE);
-  g_setenv ("GSETTINGS_BACKEND", "memory", TRUE);
-  g_setenv ("GTK_A11Y", "none", FALSE);
-  g_test_init (&argc, &argv, NULL);
-  g_test_log_set_fatal_handler (pl_test_ui_ignore_bus_warning, NULL);
+  app = pl_test_ui_init (&argc, &argv, "passlab-ui-layouts-XXXXXX", PL_TEST_UI_OWN_CACHE);
   pl_ops_init ();
   pl_passes_init ();
-  have_display = gtk_init_check ();
-  if (have_display)
-    {
-      app = pl_application_new ("test", G_APPLICATION_NON_UNIQUE);
-      g_assert_true (g_application_register (G_APPLICATION (app), NULL, NULL));
-    }
 
   g_test_add_func ("/Passlab/UI/LayoutView/sketch", test_sketch);
   g_test_add_func ("/Passlab/UI/LayoutView/scene", test_scene);
@@ -595,10 +505,5 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/UI/LayoutView/report-table", test_report_table);
   g_test_add_func ("/Passlab/UI/LayoutView/layout-step", test_layout_step);
   g_test_add_func ("/Passlab/UI/LayoutView/tune", test_tune);
-  int status = g_test_run ();
-
-  g_clear_object (&app);
-  remove_tree (tmp_dir);
-  g_free (tmp_dir);
-  return status;
+  return pl_test_ui_finish (g_test_run ());
 }

@@ -19,20 +19,7 @@
 #include "pl-window-private.h"
 #include "test-ui-util.h"
 
-static gboolean have_display;
 static PlApplication *app;
-static char *tmp_dir;
-
-#define REQUIRE_DISPLAY()                  \
-  G_STMT_START                             \
-  {                                        \
-    if (!have_display)                     \
-      {                                    \
-        g_test_skip ("no display");        \
-        return;                            \
-      }                                    \
-  }                                        \
-  G_STMT_END
 
 /* The pipeline of the issue: a training step, then swap within half its peak. */
 static const char swap_script[] =
@@ -67,14 +54,9 @@ wait_loaded (PlWindow *win)
 static PlWindow *
 open_window (const char *sample, const char *passes)
 {
-  PlWindow *win = pl_window_new (app);
-  gtk_window_set_default_size (GTK_WINDOW (win), 1200, 800);
-  gtk_window_present (GTK_WINDOW (win));
-  const char *src = g_getenv ("PASSLAB_SOURCE_DIR");
-  g_autofree char *path = g_build_filename (src ? src : ".", "data", "graphs", sample, NULL);
-  g_autoptr (GFile) file = g_file_new_for_path (path);
+  g_autofree char *path = pl_test_ui_sample_path (sample);
   PlOpenRequest req = { .passes = passes, .step = -1, .select = NULL };
-  pl_window_open (win, file, &req);
+  PlWindow *win = pl_test_ui_open_window (app, path, &req);
   wait_loaded (win);
   g_assert_null (pl_window_get_error (win));
   return win;
@@ -104,13 +86,6 @@ run_swap_script (PlWindow *win)
   g_assert_cmpint (pl_history_n_steps (h), ==, 3);
   g_assert_cmpstr (pl_history_step (h, 2)->pass_name, ==, "swap");
   g_assert_cmpint (pl_window_get_step (win), ==, 2);
-}
-
-static void
-close_window (PlWindow *win)
-{
-  gtk_window_destroy (GTK_WINDOW (win));
-  spin (20);
 }
 
 static PlMemoryView *
@@ -177,7 +152,7 @@ click_peak (PlWindow *win, PlMemoryView *view, PlMemoryCurve curve)
 static void
 test_swap_profile (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("transformer_train.graph", NULL);
   PlMemoryView *view = show_memory_page (win);
   g_assert_cmpint (pl_memory_view_get_n_curves (view), ==, 1);  /* the loaded graph alone */
@@ -221,7 +196,7 @@ test_swap_profile (void)
   g_assert_cmpint (pl_memory_view_get_history_step (view, PL_MEMORY_BEFORE), ==, 0);
   g_assert_cmpint (pl_memory_view_get_history_step (view, PL_MEMORY_AFTER), ==, 1);
   g_assert_cmpint (pl_memory_view_get_budget (view), ==, 0);
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 /* The run panel after a cpu run of the swapped step: every swap copy on the
@@ -229,14 +204,8 @@ test_swap_profile (void)
 static void
 test_run_timeline (void)
 {
-  REQUIRE_DISPLAY ();
-  char *why = NULL;
-  if (!pl_backend_available (PL_BACKEND_CPU, &why))
-    {
-      g_test_skip (why);
-      g_free (why);
-      return;
-    }
+  PL_TEST_UI_REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_BACKEND (PL_BACKEND_CPU);
   PlWindow *win = open_window ("transformer_train.graph", NULL);
   run_swap_script (win);
   PlRunPanel *panel = pl_run_panel_get_for_window (win);
@@ -273,14 +242,14 @@ test_run_timeline (void)
   PlMemoryView *view = show_memory_page (win);
   g_assert_cmpint (pl_memory_view_get_n_curves (view), ==, 2);
   g_assert_cmpint (pl_memory_view_get_budget (view), >, 0);
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 /* Without a swap pass: the version shown against the loaded graph. */
 static void
 test_no_swap (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("layer_norm.graph", "simplify,decompose");
   PlMemoryView *view = show_memory_page (win);
   g_assert_cmpint (pl_memory_view_get_n_curves (view), ==, 2);
@@ -297,7 +266,7 @@ test_no_swap (void)
   g_assert_cmpint (pl_memory_view_get_n_curves (view), ==, 1);
   g_assert_false (pl_memory_view_select_point (view, PL_MEMORY_BEFORE, 0));
   g_assert_false (pl_memory_view_select_point (view, PL_MEMORY_AFTER, 100000));
-  close_window (win);
+  pl_test_ui_close_window (win);
 
   /* An empty window: nothing to show, nothing breaks. */
   win = pl_window_new (app);
@@ -305,52 +274,16 @@ test_no_swap (void)
   view = show_memory_page (win);
   g_assert_cmpint (pl_memory_view_get_n_curves (view), ==, 0);
   g_assert_cmpint (pl_memory_view_get_n_live (view), ==, 0);
-  close_window (win);
-}
-
-static void
-remove_tree (const char *path)
-{
-  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-  while (dir && (name = g_dir_read_name (dir)))
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
-        remove_tree (child);
-      else
-        g_unlink (child);
-    }
-  g_rmdir (path);
+  pl_test_ui_close_window (win);
 }
 
 int
 main (int argc, char **argv)
 {
-  pl_test_ui_reexec_with_display (argc, argv);
-  /* Keep the person's settings, recent files, scratch script and kernel cache out of it. */
-  tmp_dir = g_dir_make_tmp ("passlab-ui-memory-XXXXXX", NULL);
-  g_setenv ("XDG_CONFIG_HOME", tmp_dir, TRUE);
-  g_setenv ("XDG_DATA_HOME", tmp_dir, TRUE);
-  g_setenv ("XDG_CACHE_HOME", tmp_dir, TRUE);
-  g_setenv ("GSETTINGS_BACKEND", "memory", TRUE);
-  g_setenv ("GTK_A11Y", "none", FALSE);
-  g_test_init (&argc, &argv, NULL);
-  g_test_log_set_fatal_handler (pl_test_ui_ignore_bus_warning, NULL);
-  have_display = gtk_init_check ();
-  if (have_display)
-    {
-      app = pl_application_new ("test", G_APPLICATION_NON_UNIQUE);
-      g_assert_true (g_application_register (G_APPLICATION (app), NULL, NULL));
-    }
+  app = pl_test_ui_init (&argc, &argv, "passlab-ui-memory-XXXXXX", PL_TEST_UI_OWN_CACHE);
 
   g_test_add_func ("/Passlab/UI/Memory/swap-profile", test_swap_profile);
   g_test_add_func ("/Passlab/UI/Memory/run-timeline", test_run_timeline);
   g_test_add_func ("/Passlab/UI/Memory/no-swap", test_no_swap);
-  int status = g_test_run ();
-
-  g_clear_object (&app);
-  remove_tree (tmp_dir);
-  g_free (tmp_dir);
-  return status;
+  return pl_test_ui_finish (g_test_run ());
 }

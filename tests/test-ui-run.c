@@ -17,58 +17,17 @@
 #include "pl-window.h"
 #include "test-ui-util.h"
 
-static gboolean have_display;
 static PlApplication *app;
-static char *tmp_dir;
-
-#define REQUIRE_DISPLAY()                  \
-  G_STMT_START                             \
-  {                                        \
-    if (!have_display)                     \
-      {                                    \
-        g_test_skip ("no display");        \
-        return;                            \
-      }                                    \
-  }                                        \
-  G_STMT_END
-
-static void
-wait_idle (PlWindow *win)
-{
-  gint64 deadline = g_get_monotonic_time () + 120 * G_USEC_PER_SEC;
-  while (pl_window_is_busy (win))
-    {
-      g_main_context_iteration (NULL, FALSE);
-      if (g_get_monotonic_time () > deadline)
-        g_error ("the window stayed busy for 120 s");
-      g_usleep (1000);
-    }
-  for (int i = 0; i < 50; i++)
-    g_main_context_iteration (NULL, FALSE);
-}
 
 static PlWindow *
 open_window (const char *sample, const char *passes)
 {
-  PlWindow *win = pl_window_new (app);
-  gtk_window_set_default_size (GTK_WINDOW (win), 1200, 800);
-  gtk_window_present (GTK_WINDOW (win));
-  const char *src = g_getenv ("PASSLAB_SOURCE_DIR");
-  g_autofree char *path = g_build_filename (src ? src : ".", "data", "graphs", sample, NULL);
-  g_autoptr (GFile) file = g_file_new_for_path (path);
+  g_autofree char *path = pl_test_ui_sample_path (sample);
   PlOpenRequest req = { .passes = passes, .step = -1, .select = NULL };
-  pl_window_open (win, file, &req);
-  wait_idle (win);
+  PlWindow *win = pl_test_ui_open_window (app, path, &req);
+  pl_test_ui_wait_idle (win);
   g_assert_null (pl_window_get_error (win));
   return win;
-}
-
-static void
-close_window (PlWindow *win)
-{
-  gtk_window_destroy (GTK_WINDOW (win));
-  for (int i = 0; i < 20; i++)
-    g_main_context_iteration (NULL, FALSE);
 }
 
 static PlRunPanel *
@@ -90,14 +49,8 @@ key_of (const PlKernelTiming *k)
 static void
 test_cpu (void)
 {
-  REQUIRE_DISPLAY ();
-  char *why = NULL;
-  if (!pl_backend_available (PL_BACKEND_CPU, &why))
-    {
-      g_test_skip (why);
-      g_free (why);
-      return;
-    }
+  PL_TEST_UI_REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_BACKEND (PL_BACKEND_CPU);
   PlWindow *win = open_window ("layer_norm.graph", PL_WINDOW_DEFAULT_PIPELINE);
   PlRunPanel *panel = run_panel (win);
   pl_run_panel_set_backend (panel, PL_BACKEND_CPU);
@@ -159,14 +112,14 @@ test_cpu (void)
       g_assert_true (pl_run_panel_get_report (panel) == r);
       g_assert_cmpint (pl_run_panel_get_n_rows (panel), ==, r->n_kernels);
     }
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 /* The interpreter: kernels are ops, and there is no generated code. */
 static void
 test_reference (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("softmax.graph", NULL);
   PlRunPanel *panel = run_panel (win);
   pl_run_panel_set_backend (panel, PL_BACKEND_REFERENCE);
@@ -179,14 +132,14 @@ test_reference (void)
   g_assert_cmpint (pl_run_panel_get_n_rows (panel), ==, r->n_kernels);
   g_autofree char *code = pl_run_panel_get_code (panel);
   g_assert_nonnull (strstr (code, "generates no code"));
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 /* Refusals say why and keep what was shown. */
 static void
 test_refusals (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = pl_window_new (app);
   gtk_window_present (GTK_WINDOW (win));
   PlRunPanel *panel = run_panel (win);
@@ -209,52 +162,16 @@ test_refusals (void)
         g_assert_nonnull (strstr (error->message, why));
     }
   g_free (why);
-  close_window (win);
-}
-
-static void
-remove_tree (const char *path)
-{
-  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-  while (dir && (name = g_dir_read_name (dir)))
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
-        remove_tree (child);
-      else
-        g_unlink (child);
-    }
-  g_rmdir (path);
+  pl_test_ui_close_window (win);
 }
 
 int
 main (int argc, char **argv)
 {
-  pl_test_ui_reexec_with_display (argc, argv);
-  /* Keep the person's settings, recent files and kernel cache out of it. */
-  tmp_dir = g_dir_make_tmp ("passlab-ui-run-XXXXXX", NULL);
-  g_setenv ("XDG_CONFIG_HOME", tmp_dir, TRUE);
-  g_setenv ("XDG_DATA_HOME", tmp_dir, TRUE);
-  g_setenv ("XDG_CACHE_HOME", tmp_dir, TRUE);
-  g_setenv ("GSETTINGS_BACKEND", "memory", TRUE);
-  g_setenv ("GTK_A11Y", "none", FALSE);
-  g_test_init (&argc, &argv, NULL);
-  g_test_log_set_fatal_handler (pl_test_ui_ignore_bus_warning, NULL);
-  have_display = gtk_init_check ();
-  if (have_display)
-    {
-      app = pl_application_new ("test", G_APPLICATION_NON_UNIQUE);
-      g_assert_true (g_application_register (G_APPLICATION (app), NULL, NULL));
-    }
+  app = pl_test_ui_init (&argc, &argv, "passlab-ui-run-XXXXXX", PL_TEST_UI_OWN_CACHE);
 
   g_test_add_func ("/Passlab/UI/Run/cpu", test_cpu);
   g_test_add_func ("/Passlab/UI/Run/reference", test_reference);
   g_test_add_func ("/Passlab/UI/Run/refusals", test_refusals);
-  int status = g_test_run ();
-
-  g_clear_object (&app);
-  remove_tree (tmp_dir);
-  g_free (tmp_dir);
-  return status;
+  return pl_test_ui_finish (g_test_run ());
 }

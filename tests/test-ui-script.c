@@ -16,20 +16,7 @@
 #include "pl-window-private.h"
 #include "test-ui-util.h"
 
-static gboolean have_display;
 static PlApplication *app;
-static char *tmp_dir;
-
-#define REQUIRE_DISPLAY()                  \
-  G_STMT_START                             \
-  {                                        \
-    if (!have_display)                     \
-      {                                    \
-        g_test_skip ("no display");        \
-        return;                            \
-      }                                    \
-  }                                        \
-  G_STMT_END
 
 /* --- helpers ----------------------------------------------------------------------------- */
 
@@ -42,21 +29,6 @@ spin (int ms)
       g_main_context_iteration (NULL, FALSE);
       g_usleep (1000);
     }
-}
-
-static void
-wait_idle (PlWindow *win)
-{
-  gint64 deadline = g_get_monotonic_time () + 120 * G_USEC_PER_SEC;
-  while (pl_window_is_busy (win))
-    {
-      g_main_context_iteration (NULL, FALSE);
-      if (g_get_monotonic_time () > deadline)
-        g_error ("the window stayed busy for 120 s");
-      g_usleep (1000);
-    }
-  for (int i = 0; i < 50; i++)
-    g_main_context_iteration (NULL, FALSE);
 }
 
 static void
@@ -84,31 +56,18 @@ run_script (PlWindow *win, PlScriptPanel *panel, const char *code)
     }
   g_signal_handler_disconnect (panel, id);
   g_assert_false (pl_script_panel_is_running (panel));
-  wait_idle (win);
+  pl_test_ui_wait_idle (win);
   return result == 1;
 }
 
 static PlWindow *
 open_window (const char *sample)
 {
-  PlWindow *win = pl_window_new (app);
-  gtk_window_set_default_size (GTK_WINDOW (win), 1200, 800);
-  gtk_window_present (GTK_WINDOW (win));
-  const char *src = g_getenv ("PASSLAB_SOURCE_DIR");
-  g_autofree char *path = g_build_filename (src ? src : ".", "data", "graphs", sample, NULL);
-  g_autoptr (GFile) file = g_file_new_for_path (path);
-  pl_window_open (win, file, NULL);
-  wait_idle (win);
+  g_autofree char *path = pl_test_ui_sample_path (sample);
+  PlWindow *win = pl_test_ui_open_window (app, path, NULL);
+  pl_test_ui_wait_idle (win);
   g_assert_true (pl_window_has_graph (win));
   return win;
-}
-
-static void
-close_window (PlWindow *win)
-{
-  gtk_window_destroy (GTK_WINDOW (win));
-  for (int i = 0; i < 20; i++)
-    g_main_context_iteration (NULL, FALSE);
 }
 
 /* --- tests ----------------------------------------------------------------------------- */
@@ -138,7 +97,7 @@ static const char lua_pass_script[] =
 static void
 test_lua_pass_in_timeline (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("softmax.graph");
   PlScriptPanel *panel = PL_SCRIPT_PANEL (pl_window_get_script_panel (win));
   const PlHistory *before = pl_window_get_history (win);
@@ -174,13 +133,13 @@ test_lua_pass_in_timeline (void)
   g_assert_nonnull (strstr (out, wrapped));
   g_assert_nonnull (strstr (out, "Done."));
   g_assert_cmpint (pl_script_panel_get_error_line (panel), ==, -1);
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 static void
 test_error_line (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("softmax.graph");
   PlScriptPanel *panel = PL_SCRIPT_PANEL (pl_window_get_script_panel (win));
   const PlHistory *before = pl_window_get_history (win);
@@ -202,13 +161,13 @@ test_error_line (void)
   g_assert_cmpint (pl_script_panel_get_error_line (panel), ==, 3);
   pl_script_panel_set_text (panel, "print (2)\n");
   g_assert_cmpint (pl_script_panel_get_error_line (panel), ==, -1);
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 static void
 test_stop_infinite_loop (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("softmax.graph");
   PlScriptPanel *panel = PL_SCRIPT_PANEL (pl_window_get_script_panel (win));
   const PlHistory *before = pl_window_get_history (win);
@@ -243,19 +202,19 @@ test_stop_infinite_loop (void)
   g_assert_true (run_script (win, panel, "print (\"again\")\n"));
   g_autofree char *out2 = pl_script_panel_get_output (panel);
   g_assert_nonnull (strstr (out2, "again\n"));
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 static void
 test_autosave_and_files (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   g_autofree char *scratch = pl_script_panel_get_scratch_path ();
   PlWindow *win = pl_window_new (app);
   PlScriptPanel *panel = PL_SCRIPT_PANEL (pl_window_get_script_panel (win));
   pl_script_panel_set_text (panel, "print (\"kept across sessions\")\n");
   /* Closing the window writes the scratch copy. */
-  close_window (win);
+  pl_test_ui_close_window (win);
   g_autofree char *saved = NULL;
   g_assert_true (g_file_get_contents (scratch, &saved, NULL, NULL));
   g_assert_cmpstr (saved, ==, "print (\"kept across sessions\")\n");
@@ -274,7 +233,7 @@ test_autosave_and_files (void)
   g_assert_cmpstr (saved, ==, "-- edited\n");
 
   /* Save to a file, and open one: the unsaved edits it replaces are kept. */
-  g_autofree char *path = g_build_filename (tmp_dir, "mine.lua", NULL);
+  g_autofree char *path = g_build_filename (pl_test_ui_tmp_dir (), "mine.lua", NULL);
   g_autoptr (GFile) file = g_file_new_for_path (path);
   g_autoptr (GError) error = NULL;
   g_assert_true (pl_script_panel_save_file (panel, file, &error));
@@ -283,7 +242,7 @@ test_autosave_and_files (void)
   g_assert_true (g_file_get_contents (path, &saved, NULL, NULL));
   g_assert_cmpstr (saved, ==, "-- edited\n");
   pl_script_panel_set_text (panel, "-- not saved anywhere\n");
-  g_autofree char *other = g_build_filename (tmp_dir, "other.lua", NULL);
+  g_autofree char *other = g_build_filename (pl_test_ui_tmp_dir (), "other.lua", NULL);
   g_assert_true (g_file_set_contents (other, "print (3)\n", -1, NULL));
   g_autoptr (GFile) other_file = g_file_new_for_path (other);
   g_assert_true (pl_script_panel_load_file (panel, other_file, &error));
@@ -300,7 +259,7 @@ test_autosave_and_files (void)
   g_clear_pointer (&text, g_free);
   text = pl_script_panel_get_text (panel);
   g_assert_cmpstr (text, ==, "print (3)\n");
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 /* `passlab --script S.lua --screenshot OUT.png`: runs the script, prints its
@@ -308,7 +267,7 @@ test_autosave_and_files (void)
 static void
 test_command_line (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   const char *build = g_getenv ("PASSLAB_BUILD_DIR");
   const char *src = g_getenv ("PASSLAB_SOURCE_DIR");
   if (!build)
@@ -318,7 +277,7 @@ test_command_line (void)
     }
   g_autofree char *passlab = g_build_filename (build, "app", "passlab", NULL);
   g_autofree char *script = g_build_filename (src ? src : ".", "data", "pipelines", "fold_identities.lua", NULL);
-  g_autofree char *png = g_build_filename (tmp_dir, "lua-step.png", NULL);
+  g_autofree char *png = g_build_filename (pl_test_ui_tmp_dir (), "lua-step.png", NULL);
   const char *argv[] = { passlab, "--script", script, "--screenshot", png, "--size", "1000x700", NULL };
   g_autofree char *out = NULL, *err = NULL;
   int status = -1;
@@ -335,7 +294,7 @@ test_command_line (void)
   g_assert_cmpuint (len, >, 8);
   g_assert_true (memcmp (data, "\x89PNG", 4) == 0);
 
-  g_autofree char *bad = g_build_filename (tmp_dir, "bad.lua", NULL);
+  g_autofree char *bad = g_build_filename (pl_test_ui_tmp_dir (), "bad.lua", NULL);
   g_assert_true (g_file_set_contents (bad, "print (1)\nerror (\"on purpose\")\n", -1, NULL));
   argv[2] = bad;
   g_clear_pointer (&out, g_free);
@@ -347,52 +306,16 @@ test_command_line (void)
 
 /* --- main ------------------------------------------------------------------------------ */
 
-static void
-remove_tree (const char *path)
-{
-  GDir *dir = g_file_test (path, G_FILE_TEST_IS_SYMLINK) ? NULL : g_dir_open (path, 0, NULL);
-  if (dir)
-    {
-      const char *name;
-      while ((name = g_dir_read_name (dir)))
-        {
-          g_autofree char *child = g_build_filename (path, name, NULL);
-          remove_tree (child);
-        }
-      g_dir_close (dir);
-    }
-  g_remove (path);
-}
-
 
 int
 main (int argc, char **argv)
 {
-  pl_test_ui_reexec_with_display (argc, argv);
-  /* Keep the person's settings and scratch script out of it. */
-  tmp_dir = g_dir_make_tmp ("passlab-ui-script-XXXXXX", NULL);
-  g_setenv ("XDG_CONFIG_HOME", tmp_dir, TRUE);
-  g_setenv ("XDG_DATA_HOME", tmp_dir, TRUE);
-  g_setenv ("GSETTINGS_BACKEND", "memory", TRUE);
-  g_setenv ("GTK_A11Y", "none", FALSE);
-  g_test_init (&argc, &argv, NULL);
-  g_test_log_set_fatal_handler (pl_test_ui_ignore_bus_warning, NULL);
-  have_display = gtk_init_check ();
-  if (have_display)
-    {
-      app = pl_application_new ("test", G_APPLICATION_NON_UNIQUE);
-      g_assert_true (g_application_register (G_APPLICATION (app), NULL, NULL));
-    }
+  app = pl_test_ui_init (&argc, &argv, "passlab-ui-script-XXXXXX", PL_TEST_UI_KEEP_CACHE);
 
   g_test_add_func ("/Passlab/UI/Script/lua-pass-in-timeline", test_lua_pass_in_timeline);
   g_test_add_func ("/Passlab/UI/Script/error-line", test_error_line);
   g_test_add_func ("/Passlab/UI/Script/stop-infinite-loop", test_stop_infinite_loop);
   g_test_add_func ("/Passlab/UI/Script/autosave-and-files", test_autosave_and_files);
   g_test_add_func ("/Passlab/UI/Script/command-line", test_command_line);
-  int status = g_test_run ();
-
-  g_clear_object (&app);
-  remove_tree (tmp_dir);
-  g_free (tmp_dir);
-  return status;
+  return pl_test_ui_finish (g_test_run ());
 }

@@ -14,88 +14,19 @@
 #include "pl-window.h"
 #include "test-ui-util.h"
 
-static gboolean have_display;
 static PlApplication *app;
-static char *tmp_dir;
-
-#define REQUIRE_DISPLAY()                  \
-  G_STMT_START                             \
-  {                                        \
-    if (!have_display)                     \
-      {                                    \
-        g_test_skip ("no display");        \
-        return;                            \
-      }                                    \
-  }                                        \
-  G_STMT_END
 
 /* --- helpers ----------------------------------------------------------------------------- */
-
-static char *
-sample_path (const char *name)
-{
-  const char *src = g_getenv ("PASSLAB_SOURCE_DIR");
-  return g_build_filename (src ? src : ".", "data", "graphs", name, NULL);
-}
-
-/* Spins the main loop until the window is idle (or fails after 120 s). */
-static void
-wait_idle (PlWindow *win)
-{
-  gint64 deadline = g_get_monotonic_time () + 120 * G_USEC_PER_SEC;
-  while (pl_window_is_busy (win))
-    {
-      g_main_context_iteration (NULL, FALSE);
-      if (g_get_monotonic_time () > deadline)
-        g_error ("the window stayed busy for 120 s");
-      g_usleep (1000);
-    }
-  /* Let the views settle (allocation, a frame). */
-  for (int i = 0; i < 50; i++)
-    g_main_context_iteration (NULL, FALSE);
-}
 
 static PlWindow *
 open_window (const char *sample, const char *passes, int step, const char *select)
 {
-  PlWindow *win = pl_window_new (app);
-  gtk_window_set_default_size (GTK_WINDOW (win), 1200, 800);
-  gtk_window_present (GTK_WINDOW (win));
-  g_autofree char *path = sample_path (sample);
-  g_autoptr (GFile) file = g_file_new_for_path (path);
+  g_autofree char *path = pl_test_ui_sample_path (sample);
   PlOpenRequest req = { .passes = passes, .step = step, .select = select };
-  pl_window_open (win, file, &req);
+  PlWindow *win = pl_test_ui_open_window (app, path, &req);
   g_assert_true (pl_window_is_busy (win));
-  wait_idle (win);
+  pl_test_ui_wait_idle (win);
   return win;
-}
-
-static void
-close_window (PlWindow *win)
-{
-  gtk_window_destroy (GTK_WINDOW (win));
-  for (int i = 0; i < 20; i++)
-    g_main_context_iteration (NULL, FALSE);
-}
-
-/* Every label text under widget, one per line. */
-static void
-collect_text (GtkWidget *widget, GString *out)
-{
-  if (!gtk_widget_get_visible (widget))
-    return;
-  if (GTK_IS_LABEL (widget))
-    g_string_append_printf (out, "%s\n", gtk_label_get_text (GTK_LABEL (widget)));
-  for (GtkWidget *c = gtk_widget_get_first_child (widget); c; c = gtk_widget_get_next_sibling (c))
-    collect_text (c, out);
-}
-
-static char *
-widget_text (gpointer widget)
-{
-  GString *s = g_string_new (NULL);
-  collect_text (GTK_WIDGET (widget), s);
-  return g_string_free (s, FALSE);
 }
 
 /* The first inspector link button whose label starts with prefix. */
@@ -129,29 +60,12 @@ shown_graph (PlWindow *win)
   return pl_history_step (pl_window_get_history (win), pl_window_get_step (win))->graph;
 }
 
-static void
-remove_tree (const char *path)
-{
-  GDir *dir = g_file_test (path, G_FILE_TEST_IS_SYMLINK) ? NULL : g_dir_open (path, 0, NULL);
-  if (dir)
-    {
-      const char *name;
-      while ((name = g_dir_read_name (dir)))
-        {
-          g_autofree char *child = g_build_filename (path, name, NULL);
-          remove_tree (child);
-        }
-      g_dir_close (dir);
-    }
-  g_remove (path);
-}
-
 /* --- tests ---------------------------------------------------------------------------------- */
 
 static void
 test_open (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("transformer_block.graph", NULL, -1, NULL);
   g_assert_true (pl_window_has_graph (win));
   g_assert_null (pl_window_get_error (win));
@@ -166,12 +80,12 @@ test_open (void)
   g_assert_cmpint (pl_timeline_get_n_rows (pl_window_get_timeline (win)), ==, 1);
   g_assert_null (pl_graph_canvas_get_selected (pl_window_get_canvas (win)));
   g_assert_cmpstr (pl_inspector_get_title (pl_window_get_inspector (win)), ==, "transformer_block");
-  g_autofree char *summary = widget_text (pl_window_get_inspector (win));
+  g_autofree char *summary = pl_test_ui_widget_text (pl_window_get_inspector (win));
   g_assert_nonnull (strstr (summary, "33 nodes"));
   g_assert_nonnull (strstr (summary, "x  f32[1, 64, 128]"));
   g_assert_nonnull (strstr (summary, "MatMul"));
   g_assert_nonnull (strstr (summary, "Step 0 · the loaded graph"));
-  g_autofree char *timeline = widget_text (pl_window_get_timeline (win));
+  g_autofree char *timeline = pl_test_ui_widget_text (pl_window_get_timeline (win));
   g_assert_nonnull (strstr (timeline, "(loaded graph)"));
   g_assert_nonnull (strstr (timeline, "33"));
   /* Nothing to step to, but a graph to run passes on. */
@@ -179,20 +93,20 @@ test_open (void)
   g_assert_false (action_enabled (win, "step-back"));
   g_assert_true (action_enabled (win, "run"));
   g_assert_true (action_enabled (win, "export"));
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 /* A bad file shows an error and keeps the graph already open. */
 static void
 test_open_bad_file (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("softmax.graph", NULL, -1, NULL);
-  g_autofree char *bad = g_build_filename (tmp_dir, "broken.graph", NULL);
+  g_autofree char *bad = g_build_filename (pl_test_ui_tmp_dir (), "broken.graph", NULL);
   g_assert_true (g_file_set_contents (bad, "graph broken {\n  input x: f32[2\n", -1, NULL));
   g_autoptr (GFile) file = g_file_new_for_path (bad);
   pl_window_open (win, file, NULL);
-  wait_idle (win);
+  pl_test_ui_wait_idle (win);
   const char *error = pl_window_get_error (win);
   g_assert_nonnull (error);
   g_assert_nonnull (strstr (error, "Could not open broken.graph"));
@@ -201,31 +115,31 @@ test_open_bad_file (void)
   g_assert_nonnull (strstr (pl_window_get_subtitle (win), "softmax.graph"));
 
   /* A missing file: same. */
-  g_autofree char *missing = g_build_filename (tmp_dir, "no-such.onnx", NULL);
+  g_autofree char *missing = g_build_filename (pl_test_ui_tmp_dir (), "no-such.onnx", NULL);
   g_autoptr (GFile) mfile = g_file_new_for_path (missing);
   pl_window_open (win, mfile, NULL);
-  wait_idle (win);
+  pl_test_ui_wait_idle (win);
   g_assert_nonnull (strstr (pl_window_get_error (win), "no such file"));
   g_assert_true (pl_window_has_graph (win));
 
   /* A bad pipeline: an error, the history stays. */
   pl_window_run_pipeline (win, "simplify,no-such-pass");
-  wait_idle (win);
+  pl_test_ui_wait_idle (win);
   g_assert_nonnull (strstr (pl_window_get_error (win), "Bad pipeline"));
   g_assert_cmpint (pl_history_n_steps (pl_window_get_history (win)), ==, 1);
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 static void
 test_run_and_step (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("transformer_block.graph", NULL, -1, NULL);
   /* Run the default pipeline through the action, as Ctrl+R does. */
   g_action_group_activate_action (G_ACTION_GROUP (win), "run", NULL);
   g_assert_true (pl_window_is_busy (win));
   g_assert_false (action_enabled (win, "run"));
-  wait_idle (win);
+  pl_test_ui_wait_idle (win);
   g_assert_null (pl_window_get_error (win));
 
   const PlHistory *h = pl_window_get_history (win);
@@ -242,7 +156,7 @@ test_run_and_step (void)
       g_assert_true (s->checked == s->changed);
       g_assert_false (s->check_failed);
     }
-  g_autofree char *rows = widget_text (tl);
+  g_autofree char *rows = pl_test_ui_widget_text (tl);
   g_assert_nonnull (strstr (rows, "fuse-library"));
   g_assert_nonnull (strstr (rows, "✓"));
 
@@ -272,20 +186,20 @@ test_run_and_step (void)
   g_assert_true (pl_history_step (h, pl_window_get_step (win))->changed);
   g_action_group_activate_action (G_ACTION_GROUP (win), "hide-unchanged", NULL);
   g_assert_cmpint (pl_timeline_get_n_rows (tl), ==, 6);
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 /* --passes/--step/--select in one request, then following links. */
 static void
 test_select_and_links (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("transformer_block.graph", "simplify", 1, "q_mm");
   g_assert_null (pl_window_get_error (win));
   g_assert_cmpint (pl_window_get_step (win), ==, 1);
   PlInspector *insp = pl_window_get_inspector (win);
   g_assert_cmpstr (pl_inspector_get_title (insp), ==, "q_mm");
-  g_autofree char *text = widget_text (insp);
+  g_autofree char *text = pl_test_ui_widget_text (insp);
   g_assert_nonnull (strstr (text, "MatMul · compute"));
   g_assert_nonnull (strstr (text, "Inputs"));
   g_assert_nonnull (strstr (text, "Outputs"));
@@ -309,28 +223,28 @@ test_select_and_links (void)
 
   /* Values: a constant shows its data. */
   g_assert_true (pl_window_select (win, "wq"));
-  g_autofree char *ctext = widget_text (insp);
+  g_autofree char *ctext = pl_test_ui_widget_text (insp);
   g_assert_nonnull (strstr (ctext, "constant · f32[128, 128]"));
   g_assert_nonnull (strstr (ctext, "→ q_mm (MatMul)"));
   g_assert_false (pl_window_select (win, "no_such_node"));
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 static void
 test_select_missing_node (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("softmax.graph", NULL, 0, "nope");
   g_assert_nonnull (pl_window_get_error (win));
   g_assert_nonnull (strstr (pl_window_get_error (win), "no node called 'nope'"));
   g_assert_true (pl_window_has_graph (win));
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 static void
 test_search (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("transformer_block.graph", NULL, -1, NULL);
   PlGraphCanvas *canvas = pl_window_get_canvas (win);
   /* Every match is a MatMul; successive searches visit different ones. */
@@ -356,14 +270,14 @@ test_search (void)
   GVariant *state = g_action_group_get_action_state (G_ACTION_GROUP (win), "search");
   g_assert_true (g_variant_get_boolean (state));
   g_variant_unref (state);
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 /* At a fusion step, a fusion node shows its kind and body. */
 static void
 test_fusion_inspector (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("transformer_block.graph", PL_WINDOW_DEFAULT_PIPELINE, -1, NULL);
   const PlGraph *g = shown_graph (win);
   const PlNode *fusion = NULL;
@@ -374,7 +288,7 @@ test_fusion_inspector (void)
   g_assert_true (pl_window_select (win, fusion->name));
   PlInspector *insp = pl_window_get_inspector (win);
   g_assert_cmpstr (pl_inspector_get_title (insp), ==, fusion->name);
-  g_autofree char *text = widget_text (insp);
+  g_autofree char *text = pl_test_ui_widget_text (insp);
   g_assert_nonnull (strstr (text, "Fusion"));
   g_assert_nonnull (strstr (text, "Fused body"));
   g_assert_nonnull (strstr (text, pl_node_attr_string (fusion, "kind", "?")));
@@ -385,17 +299,17 @@ test_fusion_inspector (void)
   g_assert_nonnull (link);
   g_signal_emit_by_name (link, "clicked");
   g_assert_cmpstr (pl_inspector_get_title (insp), ==, inner->name);
-  g_autofree char *inner_text = widget_text (insp);
+  g_autofree char *inner_text = pl_test_ui_widget_text (insp);
   g_assert_nonnull (strstr (inner_text, "inside a fusion body"));
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 static void
 test_screenshot (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("layer_norm.graph", NULL, -1, NULL);
-  g_autofree char *png = g_build_filename (tmp_dir, "window.png", NULL);
+  g_autofree char *png = g_build_filename (pl_test_ui_tmp_dir (), "window.png", NULL);
   g_autoptr (GError) error = NULL;
   g_assert_true (pl_window_save_screenshot (win, png, &error));
   g_assert_no_error (error);
@@ -403,7 +317,7 @@ test_screenshot (void)
   g_assert_no_error (error);
   g_assert_cmpint (gdk_texture_get_width (t), ==, gtk_widget_get_width (GTK_WIDGET (win)));
   g_assert_cmpint (gdk_texture_get_height (t), ==, gtk_widget_get_height (GTK_WIDGET (win)));
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 
@@ -411,7 +325,7 @@ test_screenshot (void)
 static void
 test_drop (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *win = open_window ("softmax.graph", NULL, -1, NULL);
   GtkDropTarget *target = NULL;
   g_autoptr (GListModel) controllers = gtk_widget_observe_controllers (GTK_WIDGET (win));
@@ -422,7 +336,7 @@ test_drop (void)
         target = GTK_DROP_TARGET (c);
     }
   g_assert_nonnull (target);
-  g_autofree char *path = sample_path ("layer_norm.graph");
+  g_autofree char *path = pl_test_ui_sample_path ("layer_norm.graph");
   g_autoptr (GFile) file = g_file_new_for_path (path);
   GValue value = G_VALUE_INIT;
   g_value_init (&value, G_TYPE_FILE);
@@ -431,10 +345,10 @@ test_drop (void)
   g_signal_emit_by_name (target, "drop", &value, 10.0, 10.0, &accepted);
   g_value_unset (&value);
   g_assert_true (accepted);
-  wait_idle (win);
+  pl_test_ui_wait_idle (win);
   g_autofree char *name = g_file_get_basename (pl_window_get_file (win));
   g_assert_cmpstr (name, ==, "layer_norm.graph");
-  close_window (win);
+  pl_test_ui_close_window (win);
 }
 
 /* A window that loaded the saved state saves its size when closed, and the
@@ -442,15 +356,15 @@ test_drop (void)
 static void
 test_state_and_recent (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   PlWindow *a = pl_window_new (app);
   pl_window_load_state (a);
   gtk_window_set_default_size (GTK_WINDOW (a), 1000, 700);
   gtk_window_present (GTK_WINDOW (a));
-  g_autofree char *path = sample_path ("gelu_mlp.graph");
+  g_autofree char *path = pl_test_ui_sample_path ("gelu_mlp.graph");
   g_autoptr (GFile) file = g_file_new_for_path (path);
   pl_window_open (a, file, NULL);
-  wait_idle (a);
+  pl_test_ui_wait_idle (a);
   /* The recent-files menu lists the file once GTK has recorded it. */
   GMenuModel *recent = pl_window_get_recent_menu (a);
   gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
@@ -470,7 +384,7 @@ test_state_and_recent (void)
   for (int i = 0; i < 20; i++)
     g_main_context_iteration (NULL, FALSE);
 
-  g_autofree char *state = g_build_filename (tmp_dir, "passlab", "state.ini", NULL);
+  g_autofree char *state = g_build_filename (pl_test_ui_tmp_dir (), "passlab", "state.ini", NULL);
   g_autoptr (GKeyFile) kf = g_key_file_new ();
   g_assert_true (g_key_file_load_from_file (kf, state, G_KEY_FILE_NONE, NULL));
   g_assert_cmpint (g_key_file_get_integer (kf, "window", "width", NULL), ==, 1000);
@@ -489,7 +403,7 @@ test_state_and_recent (void)
 static void
 test_shortcuts (void)
 {
-  REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_DISPLAY ();
   const struct {
     const char *action, *accel;
   } expected[] = {
@@ -509,21 +423,7 @@ test_shortcuts (void)
 int
 main (int argc, char **argv)
 {
-  pl_test_ui_reexec_with_display (argc, argv);
-  /* Keep the person's settings and recent files out of it. */
-  tmp_dir = g_dir_make_tmp ("passlab-ui-XXXXXX", NULL);
-  g_setenv ("XDG_CONFIG_HOME", tmp_dir, TRUE);
-  g_setenv ("XDG_DATA_HOME", tmp_dir, TRUE);
-  g_setenv ("GSETTINGS_BACKEND", "memory", TRUE);
-  g_setenv ("GTK_A11Y", "none", FALSE);
-  g_test_init (&argc, &argv, NULL);
-  g_test_log_set_fatal_handler (pl_test_ui_ignore_bus_warning, NULL);
-  have_display = gtk_init_check ();
-  if (have_display)
-    {
-      app = pl_application_new ("test", G_APPLICATION_NON_UNIQUE);
-      g_assert_true (g_application_register (G_APPLICATION (app), NULL, NULL));
-    }
+  app = pl_test_ui_init (&argc, &argv, "passlab-ui-XXXXXX", PL_TEST_UI_KEEP_CACHE);
 
   g_test_add_func ("/Passlab/UI/Window/open", test_open);
   g_test_add_func ("/Passlab/UI/Window/open-bad-file", test_open_bad_file);
@@ -536,10 +436,5 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/UI/Window/drop", test_drop);
   g_test_add_func ("/Passlab/UI/Window/state-and-recent", test_state_and_recent);
   g_test_add_func ("/Passlab/UI/Window/shortcuts", test_shortcuts);
-  int status = g_test_run ();
-
-  g_clear_object (&app);
-  remove_tree (tmp_dir);
-  g_free (tmp_dir);
-  return status;
+  return pl_test_ui_finish (g_test_run ());
 }

@@ -18,6 +18,7 @@
 
 #include "pass-manager.h"
 #include "pl-inspector.h"
+#include "pl-panel-util.h"
 #include "pl-run-panel.h"
 
 /* Symbolic dims count as this, as in the pass manager's statistics and the swap pass. */
@@ -540,11 +541,7 @@ static void
 pl_memory_view_dispose (GObject *object)
 {
   PlMemoryView *self = PL_MEMORY_VIEW (object);
-  if (self->window)
-    {
-      g_object_remove_weak_pointer (G_OBJECT (self->window), (gpointer *) &self->window);
-      self->window = NULL;
-    }
+  pl_panel_detach (&self->window);
   G_OBJECT_CLASS (pl_memory_view_parent_class)->dispose (object);
 }
 
@@ -573,9 +570,7 @@ pl_memory_view_new (PlWindow *window)
 {
   g_return_val_if_fail (PL_IS_WINDOW (window), NULL);
   PlMemoryView *self = g_object_new (PL_TYPE_MEMORY_VIEW, NULL);
-  self->window = window;
-  g_object_set_data (G_OBJECT (window), "pl-memory-view", self);
-  g_object_add_weak_pointer (G_OBJECT (window), (gpointer *) &self->window);
+  pl_panel_attach (self, window, &self->window, "pl-memory-view");
   /* The window notifies its state whenever the step shown changes. */
   g_signal_connect_object (window, "notify::has-graph", G_CALLBACK (on_window_changed), self, 0);
   g_signal_connect_object (pl_window_get_canvas (window), "selection-changed",

@@ -17,6 +17,7 @@
 
 #include "interp.h"
 #include "pass-manager.h"
+#include "pl-panel-util.h"
 
 #define N_BACKENDS 3
 
@@ -88,17 +89,6 @@ format_ms (double ms)
   if (ms >= 0.01)
     return g_strdup_printf ("%.2f ms", ms);
   return g_strdup_printf ("%.4f ms", ms);
-}
-
-static void
-set_status (PlRunPanel *self, const char *text, gboolean is_error)
-{
-  gtk_label_set_text (self->status_label, text);
-  gtk_widget_set_tooltip_text (GTK_WIDGET (self->status_label), text);
-  if (is_error)
-    gtk_widget_add_css_class (GTK_WIDGET (self->status_label), "error");
-  else
-    gtk_widget_remove_css_class (GTK_WIDGET (self->status_label), "error");
 }
 
 static void
@@ -421,7 +411,7 @@ show_report (PlRunPanel *self)
   g_autofree char *status = g_strdup_printf ("Step %d on %s: %d kernel%s, %s per run (median of %d), peak %s",
                                              self->result->step, pl_backend_name (r->backend), r->n_kernels,
                                              r->n_kernels == 1 ? "" : "s", total, r->repeats, peak);
-  set_status (self, status, FALSE);
+  pl_panel_set_status (self->status_label, status, FALSE);
   g_free (self->summary);
   self->summary = g_strdup (status);
   /* The device line can be long (the compiler's flags): a tooltip. */
@@ -498,7 +488,7 @@ run_done (GObject *source, GAsyncResult *res, gpointer user_data)
       self->error = g_strdup (error ? error->message : "the run failed");
       g_autofree char *msg = g_strdup_printf ("Run failed: %s%s", self->error,
                                               self->result ? " (the last results are kept below)" : "");
-      set_status (self, msg, TRUE);
+      pl_panel_set_status (self->status_label, msg, TRUE);
     }
   update_sensitivity (self);
   g_signal_emit (self, signals[SIGNAL_RUN_FINISHED], 0, self->error);
@@ -507,7 +497,7 @@ run_done (GObject *source, GAsyncResult *res, gpointer user_data)
 static gboolean
 refuse (PlRunPanel *self, GError **error, const char *message)
 {
-  set_status (self, message, TRUE);
+  pl_panel_set_status (self->status_label, message, TRUE);
   g_set_error_literal (error, PL_ERROR, PL_ERROR_FAILED, message);
   return FALSE;
 }
@@ -539,7 +529,7 @@ pl_run_panel_run (PlRunPanel *self, GError **error)
   self->running = TRUE;
   update_sensitivity (self);
   g_autofree char *msg = g_strdup_printf ("Compiling and running step %d on %s…", step, pl_backend_name (b));
-  set_status (self, msg, FALSE);
+  pl_panel_set_status (self->status_label, msg, FALSE);
 
   g_autoptr (GTask) task = g_task_new (self, self->cancellable, run_done, NULL);
   g_task_set_task_data (task, job, NULL); /* run_done frees or keeps it */
@@ -603,10 +593,11 @@ on_backend_changed (GtkDropDown *dd, GParamSpec *pspec, PlRunPanel *self)
     {
       g_autofree char *msg = g_strdup_printf ("The %s backend cannot run here: %s", pl_backend_name (b),
                                               self->unavailable[b]);
-      set_status (self, msg, TRUE);
+      pl_panel_set_status (self->status_label, msg, TRUE);
     }
   else if (!self->running)
-    set_status (self, self->summary ? self->summary : "Run the step to time its kernels.", FALSE);
+    pl_panel_set_status (self->status_label, self->summary ? self->summary : "Run the step to time its kernels.",
+                         FALSE);
   update_sensitivity (self);
 }
 
@@ -802,14 +793,10 @@ pl_run_panel_dispose (GObject *object)
 {
   PlRunPanel *self = PL_RUN_PANEL (object);
   g_cancellable_cancel (self->cancellable);
-  if (self->window)
-    {
-      /* The canvas may be gone already (the window disposes first); the
-       * handler is disconnected with the panel (g_signal_connect_object)
-       * and does nothing without a window. */
-      g_object_remove_weak_pointer (G_OBJECT (self->window), (gpointer *) &self->window);
-      self->window = NULL;
-    }
+  /* The canvas may be gone already (the window disposes first); the
+   * handler is disconnected with the panel (g_signal_connect_object)
+   * and does nothing without a window. */
+  pl_panel_detach (&self->window);
   G_OBJECT_CLASS (pl_run_panel_parent_class)->dispose (object);
 }
 
@@ -844,9 +831,7 @@ pl_run_panel_new (PlWindow *window)
 {
   g_return_val_if_fail (PL_IS_WINDOW (window), NULL);
   PlRunPanel *self = g_object_new (PL_TYPE_RUN_PANEL, NULL);
-  self->window = window;
-  g_object_set_data (G_OBJECT (window), "pl-run-panel", self);
-  g_object_add_weak_pointer (G_OBJECT (window), (gpointer *) &self->window);
+  pl_panel_attach (self, window, &self->window, "pl-run-panel");
   g_signal_connect_object (pl_window_get_canvas (window), "selection-changed",
                            G_CALLBACK (on_canvas_selection_changed), self, 0);
   return GTK_WIDGET (self);

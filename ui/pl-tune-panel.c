@@ -14,6 +14,7 @@
 #include "pl-tune-panel.h"
 
 #include "pass-manager.h"
+#include "pl-panel-util.h"
 
 #define DEFAULT_TRIALS 32
 
@@ -67,17 +68,6 @@ tune_job_free (TuneJob *job)
   g_clear_pointer (&job->graph, pl_graph_free);
   g_free (job->key);
   g_free (job);
-}
-
-static void
-set_status (PlTunePanel *self, const char *text, gboolean is_error)
-{
-  gtk_label_set_text (self->status_label, text);
-  gtk_widget_set_tooltip_text (GTK_WIDGET (self->status_label), text);
-  if (is_error)
-    gtk_widget_add_css_class (GTK_WIDGET (self->status_label), "error");
-  else
-    gtk_widget_remove_css_class (GTK_WIDGET (self->status_label), "error");
 }
 
 static char *
@@ -352,7 +342,7 @@ show_result (PlTunePanel *self)
   g_autofree char *status = g_strdup_printf ("Tuned %s in %s: best tile %s, %s", r->conv, pl_layout_name (r->layout),
                                              r->best_pruned_ms <= r->best_full_ms ? pt : ft,
                                              r->best_pruned_ms <= r->best_full_ms ? pm : fm);
-  set_status (self, status, FALSE);
+  pl_panel_set_status (self->status_label, status, FALSE);
 }
 
 /* --- tuning -------------------------------------------------------------------------------------- */
@@ -408,7 +398,7 @@ tune_done (GObject *source, GAsyncResult *res, gpointer user_data)
     {
       self->abandoned = FALSE;
       tune_job_free (job);
-      set_status (self, "Cancelled.", FALSE);
+      pl_panel_set_status (self->status_label, "Cancelled.", FALSE);
       update_sensitivity (self);
       return;
     }
@@ -424,7 +414,7 @@ tune_done (GObject *source, GAsyncResult *res, gpointer user_data)
       self->error = g_strdup (error ? error->message : "the tune failed");
       g_autofree char *msg = g_strdup_printf ("Tuning failed: %s%s", self->error,
                                               self->result ? " (the last result is kept below)" : "");
-      set_status (self, msg, TRUE);
+      pl_panel_set_status (self->status_label, msg, TRUE);
     }
   tune_job_free (job);
   update_sensitivity (self);
@@ -434,7 +424,7 @@ tune_done (GObject *source, GAsyncResult *res, gpointer user_data)
 static gboolean
 refuse (PlTunePanel *self, GError **error, const char *message)
 {
-  set_status (self, message, TRUE);
+  pl_panel_set_status (self->status_label, message, TRUE);
   g_set_error_literal (error, PL_ERROR, PL_ERROR_FAILED, message);
   return FALSE;
 }
@@ -465,7 +455,7 @@ pl_tune_panel_run (PlTunePanel *self, GError **error)
   const PlNode *conv = node_at_key (g, key);
   g_autofree char *msg = g_strdup_printf ("Tuning %s in %s: up to %d trials in each search…", conv->name,
                                           pl_layout_name (job->layout), job->trials);
-  set_status (self, msg, FALSE);
+  pl_panel_set_status (self->status_label, msg, FALSE);
 
   g_autoptr (GTask) task = g_task_new (self, NULL, tune_done, NULL);
   g_task_set_task_data (task, job, NULL); /* tune_done frees it */
@@ -496,7 +486,9 @@ pl_tune_panel_cancel (PlTunePanel *self)
   if (!self->running || self->abandoned)
     return;
   self->abandoned = TRUE;
-  set_status (self, "Cancelling: the search under way cannot be interrupted and finishes in the background…", FALSE);
+  pl_panel_set_status (self->status_label,
+                       "Cancelling: the search under way cannot be interrupted and finishes in the background…",
+                       FALSE);
   update_sensitivity (self);
   g_signal_emit (self, signals[SIGNAL_TUNE_FINISHED], 0, "cancelled");
 }
@@ -628,11 +620,7 @@ pl_tune_panel_dispose (GObject *object)
 {
   PlTunePanel *self = PL_TUNE_PANEL (object);
   g_cancellable_cancel (self->cancellable);
-  if (self->window)
-    {
-      g_object_remove_weak_pointer (G_OBJECT (self->window), (gpointer *) &self->window);
-      self->window = NULL;
-    }
+  pl_panel_detach (&self->window);
   G_OBJECT_CLASS (pl_tune_panel_parent_class)->dispose (object);
 }
 
@@ -665,9 +653,7 @@ pl_tune_panel_new (PlWindow *window)
 {
   g_return_val_if_fail (PL_IS_WINDOW (window), NULL);
   PlTunePanel *self = g_object_new (PL_TYPE_TUNE_PANEL, NULL);
-  self->window = window;
-  g_object_set_data (G_OBJECT (window), "pl-tune-panel", self);
-  g_object_add_weak_pointer (G_OBJECT (window), (gpointer *) &self->window);
+  pl_panel_attach (self, window, &self->window, "pl-tune-panel");
   g_signal_connect_object (pl_window_get_canvas (window), "selection-changed",
                            G_CALLBACK (on_canvas_selection_changed), self, 0);
   /* The window notifies its state whenever the step shown changes. */
