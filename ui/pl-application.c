@@ -27,6 +27,9 @@
  * ones may still lay out the panes. */
 #define SCREENSHOT_FRAMES 4
 #define SCREENSHOT_TIMEOUT_S 300
+/* On a loaded machine the window can reach the screenshot frame before GTK
+ * has a render node for it; keep drawing for up to this many more frames. */
+#define SCREENSHOT_EMPTY_FRAMES 600
 
 struct _PlApplication
 {
@@ -52,6 +55,7 @@ struct _PlApplication
   int      exit_status;
   int      frames;
   int      resizes;
+  int      empty_frames;  /* frames whose snapshot was still empty (a loaded machine) */
   guint    timeout_id;
 };
 
@@ -128,12 +132,18 @@ static const GActionEntry app_actions[] = {
 
 /* --- screenshots ------------------------------------------------------------------------- */
 
-static void
-finish_screenshot (PlApplication *self, PlWindow *window)
+/* Saves the screenshot and quits; false (nothing done) while the window's
+ * snapshot is still empty and retry is set. */
+static gboolean
+finish_screenshot (PlApplication *self, PlWindow *window, gboolean retry)
 {
-  g_clear_handle_id (&self->timeout_id, g_source_remove);
   g_autoptr (GError) error = NULL;
-  if (!pl_window_save_screenshot (window, self->screenshot, &error))
+  gboolean saved = pl_window_save_screenshot (window, self->screenshot, &error);
+  if (!saved && retry && g_error_matches (error, PL_ERROR, PL_ERROR_FAILED) &&
+      self->empty_frames++ < SCREENSHOT_EMPTY_FRAMES)
+    return FALSE;
+  g_clear_handle_id (&self->timeout_id, g_source_remove);
+  if (!saved)
     {
       g_printerr ("passlab: %s\n", error->message);
       self->exit_status = 1;
@@ -145,6 +155,7 @@ finish_screenshot (PlApplication *self, PlWindow *window)
       self->exit_status = 1;
     }
   g_application_quit (G_APPLICATION (self));
+  return TRUE;
 }
 
 static gboolean
@@ -169,7 +180,11 @@ screenshot_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer user_data)
       gtk_widget_queue_draw (widget);
       return G_SOURCE_CONTINUE;
     }
-  finish_screenshot (self, PL_WINDOW (widget));
+  if (!finish_screenshot (self, PL_WINDOW (widget), TRUE))
+    {
+      gtk_widget_queue_draw (widget);
+      return G_SOURCE_CONTINUE;
+    }
   return G_SOURCE_REMOVE;
 }
 
