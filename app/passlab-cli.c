@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "onnx-io.h"
+#include "runtime.h"
 
 #ifndef PASSLAB_VERSION
 #define PASSLAB_VERSION "unknown"
@@ -107,6 +108,7 @@ init_locale (void)
 int
 main (int argc, char **argv)
 {
+  pl_runtime_init_process (argv);
   init_locale ();
   if (argc < 2)
     {

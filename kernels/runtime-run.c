@@ -688,7 +688,12 @@ pl_runtime_run_compiled (PlExecutable *e, PlTensor *const *inputs, int repeat, P
   if (!check_inputs (e->g, inputs, error))
     return NULL;
   if (e->backend == PL_BACKEND_CPU && !e->arena)
-    e->arena = g_malloc0 ((gsize) MAX (e->arena_bytes, 64));
+    {
+      /* page-aligned (offsets are multiples of 64): every buffer starts on a
+       * cache line whatever malloc returns, so kernels vectorize and stream
+       * alike from one executable to the next */
+      e->arena = g_aligned_alloc0 (1, (gsize) MAX (e->arena_bytes, 64), 4096);
+    }
   if (e->backend == PL_BACKEND_CPU && !e->host_pool && e->host_bytes > 0)
     e->host_pool = g_malloc0 ((gsize) e->host_bytes);   /* the host pool: apart from the arena */
   int n = (int) e->steps->len, runs = 1 + repeat;

@@ -43,6 +43,7 @@
 #include "schedule.h"
 
 #include <string.h>
+#include <unistd.h>
 
 /* --- backends ---------------------------------------------------------------------- */
 
@@ -1165,7 +1166,7 @@ pl_executable_free (PlExecutable *e)
   g_hash_table_unref (e->buf_of);
   pl_cpu_module_free (e->cpu);
   g_free (e->output_bufs);
-  g_free (e->arena);
+  g_aligned_free (e->arena);
   g_free (e->cache_dir);
   g_free (e->source);
   g_free (e);
@@ -1291,4 +1292,14 @@ pl_cuda_compile_check (const PlGraph *g, const char *arch, char **source, int *n
     }
   pl_executable_free (e);
   return ok;
+}
+
+void
+pl_runtime_init_process (char **argv)
+{
+  if (g_getenv ("OPENBLAS_THREAD_TIMEOUT") || !argv || !argv[0])
+    return;
+  g_setenv ("OPENBLAS_THREAD_TIMEOUT", "4", TRUE);   /* 2^4 cycles: sleep at once */
+  execv ("/proc/self/exe", argv);
+  /* no /proc: run on with spinning threads */
 }

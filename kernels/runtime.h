@@ -34,6 +34,12 @@ typedef enum {
 } PlBackend;
 
 const char *pl_backend_name       (PlBackend b);
+/* Call first thing in main(): OpenBLAS's worker threads spin for ~0.1 s
+ * after every call and steal the cores from the generated OpenMP kernels
+ * that follow (identical plans measured 11 vs 19 ms depending on what ran
+ * before them). OpenBLAS reads OPENBLAS_THREAD_TIMEOUT only when it loads,
+ * so when it is unset this sets it and re-executes the program once. */
+void        pl_runtime_init_process (char **argv);
 bool        pl_backend_from_name  (const char *name, PlBackend *b);
 /* Whether the backend can run here (cuda: a driver and a device); why not in *reason. */
 bool        pl_backend_available  (PlBackend b, char **reason);
