@@ -113,10 +113,10 @@ prepare_variant (const PlGraph *g, const Variant *v, char *const *extra, const P
   if (v->param)
     g_ptr_array_add (params, (gpointer) v->param);
   /* --param entries for passes this variant runs */
+  g_auto (GStrv) names = g_strsplit (v->passes ? v->passes : "", ",", -1);
   for (int i = 0; extra && extra[i]; i++)
     {
       g_autofree char *pass = g_strndup (extra[i], strcspn (extra[i], "."));
-      g_auto (GStrv) names = g_strsplit (v->passes ? v->passes : "", ",", -1);
       if (g_strv_contains ((const char *const *) names, pass))
         g_ptr_array_add (params, extra[i]);
     }

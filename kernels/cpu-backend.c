@@ -259,16 +259,25 @@ col_chunk_bytes (void)
   return MAX (pl_cpu_fast_memory_bytes () * pl_cpu_parallel_units (), (int64_t) 1 << 20);
 }
 
+/* How many of `units` go in one chunk when at most `fit` fit: all of them,
+ * or the fewest even chunks (at least one unit each). */
+static int64_t
+even_chunk (int64_t units, int64_t fit)
+{
+  fit = MAX (fit, 1);
+  if (fit >= units)
+    return units;
+  int64_t pieces = (units + fit - 1) / fit;
+  return (units + pieces - 1) / pieces;
+}
+
 int64_t
 pl_cpu_conv_chunk (const PlConvDesc *c)
 {
   /* NHWC: rows (n, o...); CHWN: columns (o..., n), whole positions */
   int64_t total = c->batch * c->col_cols, unit = c->y_layout == PL_LAYOUT_CHWN ? c->batch : 1;
   int64_t fit = col_chunk_bytes () / (c->col_rows * (int64_t) pl_dtype_size (c->dtype) * unit);
-  if (fit * unit >= total)
-    return total;
-  int64_t units = total / unit, pieces = (units + MAX (fit, 1) - 1) / MAX (fit, 1);
-  return (units + pieces - 1) / pieces * unit;   /* even chunks */
+  return even_chunk (total / unit, fit) * unit;
 }
 
 /* NCHW: one image's matrix goes in chunks of whole output rows (the
@@ -284,11 +293,7 @@ int64_t
 pl_cpu_conv_nchw_rows (const PlConvDesc *c)
 {
   int64_t inner = c->col_cols / c->out[0];
-  int64_t fit = NCHW_CHUNK_BYTES / (c->col_rows * (int64_t) pl_dtype_size (c->dtype) * inner);
-  if (fit >= c->out[0])
-    return c->out[0];
-  int64_t pieces = (c->out[0] + MAX (fit, 1) - 1) / MAX (fit, 1);
-  return (c->out[0] + pieces - 1) / pieces;   /* even chunks */
+  return even_chunk (c->out[0], NCHW_CHUNK_BYTES / (c->col_rows * (int64_t) pl_dtype_size (c->dtype) * inner));
 }
 
 int64_t

@@ -657,18 +657,26 @@ cmp_block (gconstpointer a, gconstpointer b)
   return (x->offset > y->offset) - (x->offset < y->offset);
 }
 
-/* First fit: the lowest offset where size bytes fit between live blocks. */
+/* The lowest offset where size bytes fit between blocks sorted by offset. */
 static int64_t
-first_fit (GArray *live, int64_t size)
+lowest_gap (const GArray *sorted, int64_t size)
 {
   int64_t at = 0;
-  for (guint i = 0; i < live->len; i++)
+  for (guint i = 0; i < sorted->len; i++)
     {
-      Block *b = &g_array_index (live, Block, i);
+      const Block *b = &g_array_index (sorted, Block, i);
       if (b->offset - at >= size)
         break;
       at = MAX (at, b->offset + b->size);
     }
+  return at;
+}
+
+/* First fit: a new live block at the lowest offset where it fits. */
+static int64_t
+first_fit (GArray *live, int64_t size)
+{
+  int64_t at = lowest_gap (live, size);
   Block nb = { at, size };
   g_array_append_val (live, nb);
   g_array_sort (live, cmp_block);
@@ -733,16 +741,8 @@ greedy_by_size (GArray *lt, int64_t *out)
             g_array_append_val (busy, ((Block) { out[j], y->size }));
         }
       g_array_sort (busy, cmp_block);
-      int64_t at = 0;
-      for (guint k = 0; k < busy->len; k++)
-        {
-          const Block *b = &g_array_index (busy, Block, k);
-          if (b->offset - at >= x->size)
-            break;
-          at = MAX (at, b->offset + b->size);
-        }
-      out[i] = at;
-      arena = MAX (arena, at + x->size);
+      out[i] = lowest_gap (busy, x->size);
+      arena = MAX (arena, out[i] + x->size);
     }
   return arena;
 }
