@@ -59,11 +59,20 @@ print_result (const PlTuneResult *r)
   print_convergence (r);
   print_best ("full best", r->best_full_tile, r->best_full_ms, r->gflop);
   print_best ("pruned best", r->best_pruned_tile, r->best_pruned_ms, r->gflop);
-  const double pct = 100.0 * r->best_full_ms / r->best_pruned_ms;
   const guint np = r->pruned->len, nf = r->full->len;
-  const guint when = pct >= 100 ? trials_to (r->pruned, r->best_full_ms) : trials_to (r->pruned, r->best_pruned_ms);
-  printf ("  pruned reached %.0f%% of full best in %u of %u trials (full found its best in %u of %u)\n\n",
-          MIN (pct, 100.0), when, np, trials_to (r->full, r->best_full_ms), nf);
+  /* when the pruned search found its best tile, and the full search its own */
+  const guint when = trials_to (r->pruned, r->best_pruned_ms), full_when = trials_to (r->full, r->best_full_ms);
+  if (r->head_pruned_ms <= 0)
+    {
+      printf ("\n");
+      return;
+    }
+  const double pct = 100.0 * r->head_full_ms / r->head_pruned_ms;
+  printf ("  head to head (median of %d rounds): full best %.4f ms, pruned best %.4f ms\n", r->rounds,
+          r->head_full_ms, r->head_pruned_ms);
+  printf ("  pruned best runs at %.0f%% of the full best's speed (%s), found in %u of %u trials "
+          "(the full search found its best in %u of %u)\n\n",
+          pct, r->head_pruned_ms <= 1.05 * r->head_full_ms ? "within 5%" : "NOT within 5%", when, np, full_when, nf);
 }
 
 int
@@ -71,7 +80,7 @@ pl_cli_tune (int argc, char **argv)
 {
   g_autofree char *node_name = NULL, *layout_name = NULL, *json = NULL, *cache_dir = NULL;
   gboolean all = FALSE;
-  int trials = 32, repeat = 3;
+  int trials = 32, repeat = 3, rounds = 7;
   gint64 seed = 1;
   const GOptionEntry entries[] = {
     { "node", 'n', 0, G_OPTION_ARG_STRING, &node_name, "Tune this Conv node", "NAME" },
@@ -79,6 +88,8 @@ pl_cli_tune (int argc, char **argv)
     { "layout", 'l', 0, G_OPTION_ARG_STRING, &layout_name, "Layout of X and Y: NCHW (default), NHWC or CHWN", "L" },
     { "trials", 't', 0, G_OPTION_ARG_INT, &trials, "Tiles tried per search (default 32; 0: the whole space)", "N" },
     { "repeat", 'r', 0, G_OPTION_ARG_INT, &repeat, "Timed runs per trial, the fastest counts (default 3)", "N" },
+    { "rounds", 0, 0, G_OPTION_ARG_INT, &rounds,
+      "Head-to-head rounds timing the two best tiles side by side (default 7)", "N" },
     { "seed", 's', 0, G_OPTION_ARG_INT64, &seed, "Seed of the random search order and data (default 1)", "N" },
     { "json", 'j', 0, G_OPTION_ARG_FILENAME, &json, "Write the results as JSON", "OUT" },
     { "cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &cache_dir, "Compiled kernels (default: the user cache)", "DIR" },
@@ -93,8 +104,9 @@ pl_cli_tune (int argc, char **argv)
     return pl_cli_fail ("tune: expected one FILE (see 'passlab-cli tune --help')");
   if (node_name && all)
     return pl_cli_fail ("tune: --node and --all exclude each other");
-  if (trials < 0 || repeat < 1 || repeat > 64 || seed < 0 || seed > G_MAXUINT32)
-    return pl_cli_fail ("tune: --trials must not be negative, --repeat in 1..64, --seed in 0..%u", G_MAXUINT32);
+  if (trials < 0 || repeat < 1 || repeat > 64 || rounds < 1 || rounds > 64 || seed < 0 || seed > G_MAXUINT32)
+    return pl_cli_fail ("tune: --trials must not be negative, --repeat and --rounds in 1..64, --seed in 0..%u",
+                        G_MAXUINT32);
   PlLayout layout = PL_LAYOUT_NCHW;
   if (layout_name && !pl_layout_parse (layout_name, &layout))
     return pl_cli_fail ("tune: unknown layout '%s' (NCHW, NHWC or CHWN)", layout_name);
@@ -120,7 +132,7 @@ pl_cli_tune (int argc, char **argv)
   if (convs->len == 0)
     return pl_cli_fail ("tune: no Conv in %s", argv[1]);
 
-  PlTuneOptions o = { .max_trials = trials, .repeat = repeat, .seed = (guint32) seed, .cache_dir = cache_dir };
+  PlTuneOptions o = { .max_trials = trials, .repeat = repeat, .seed = (guint32) seed, .rounds = rounds, .cache_dir = cache_dir };
   GString *out = g_string_new ("[");
   int status = 0;
   for (guint i = 0; i < convs->len && status == 0; i++)

@@ -404,6 +404,44 @@ search_step (Search *s, guint i, DirectFn fn, const Bench *b, int repeat, const 
   return true;
 }
 
+/* The median of n doubles (sorts them). */
+static double
+median (double *v, int n)
+{
+  qsort (v, n, sizeof (double), cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Times the two searches' best tiles side by side (see tune.h): per round
+ * both tiles, in alternating order, each its fastest of `repeat` runs; the
+ * medians over the rounds. One tile (the searches agree) is timed alone. */
+static void
+head_to_head (PlTuneResult *r, DirectFn fn, const Bench *b, int repeat, int rounds, const int64_t full_tile[3],
+              const int64_t pruned_tile[3])
+{
+  const bool same = same_tile (full_tile, pruned_tile);
+  rounds = CLAMP (rounds, 1, 64);
+  double tf[64], tp[64];
+  for (int k = 0; k < rounds; k++)
+    {
+      if (same)
+        tf[k] = tp[k] = time_tile (fn, b, full_tile, repeat, 0);
+      else if (k % 2 == 0)
+        {
+          tf[k] = time_tile (fn, b, full_tile, repeat, 0);
+          tp[k] = time_tile (fn, b, pruned_tile, repeat, 0);
+        }
+      else
+        {
+          tp[k] = time_tile (fn, b, pruned_tile, repeat, 0);
+          tf[k] = time_tile (fn, b, full_tile, repeat, 0);
+        }
+    }
+  r->head_full_ms = median (tf, rounds);
+  r->head_pruned_ms = median (tp, rounds);
+  r->rounds = rounds;
+}
+
 /* --- the tuner ------------------------------------------------------------------------- */
 
 static char *
@@ -478,6 +516,9 @@ pl_tune_conv (const PlNode *conv, PlLayout layout, const PlTuneOptions *opts, GE
   for (guint i = 0; ok && (i < sf.order->len || i < sp.order->len); i++)
     ok = search_step (&sf, i, fn, &b, repeat, conv->name, error)
          && search_step (&sp, i, fn, &b, repeat, conv->name, error);
+
+  if (ok && sf.trials->len > 0 && sp.trials->len > 0)
+    head_to_head (r, fn, &b, repeat, opts->rounds > 0 ? opts->rounds : 7, sf.best_tile, sp.best_tile);
 
   r->full = sf.trials;
   r->pruned = sp.trials;
@@ -560,7 +601,8 @@ pl_tune_result_json (const PlTuneResult *r)
   json_tile (s, r->best_full_tile);
   g_string_append_printf (s, ",\"ms\":%.6g},\"best_pruned\":{\"tile\":", r->best_full_ms);
   json_tile (s, r->best_pruned_tile);
-  g_string_append_printf (s, ",\"ms\":%.6g},\"verified\":", r->best_pruned_ms);
+  g_string_append_printf (s, ",\"ms\":%.6g},\"head_to_head\":{\"rounds\":%d,\"full_ms\":%.6g,\"pruned_ms\":%.6g},"
+                          "\"verified\":", r->best_pruned_ms, r->rounds, r->head_full_ms, r->head_pruned_ms);
   json_string (s, r->verified ? r->verified : "");
   json_trials (s, "full", r->full);
   json_trials (s, "pruned", r->pruned);

@@ -18,6 +18,7 @@ typedef struct {
   int      max_trials;   /* per search; 0: the whole space */
   int      repeat;       /* timed runs per trial (the fastest counts); 0: 3 */
   guint32  seed;         /* order of the full search's random walk */
+  int      rounds;       /* head-to-head rounds of the two best tiles; 0: 7 */
   const char *cache_dir; /* compiled kernels; NULL: the default */
 } PlTuneOptions;
 
@@ -31,6 +32,14 @@ typedef struct {
   GArray  *pruned;
   int64_t  best_full_tile[3], best_pruned_tile[3];
   double   best_full_ms, best_pruned_ms;
+  /* The two best tiles timed again side by side: the median over `rounds`
+   * rounds of each tile's fastest of `repeat` runs, the two alternating
+   * within a round. A search's best is the minimum of many noisy trials, so
+   * the search with more trials looks faster by noise alone; this is the
+   * fair comparison (one tile when the searches agree: equal). 0 when a
+   * search made no trial. */
+  double   head_full_ms, head_pruned_ms;
+  int      rounds;
   double   gflop;          /* the conv's work in GFLOP (2 per multiply-add) */
   double   fast_mem_s, reuse_r;   /* the pebble rule's S (elements per unit) and R */
   char    *verified;       /* how the output was checked ("4096 sampled outputs") */

@@ -311,7 +311,7 @@ fi
 # --- tune: the direct conv's tile, full vs pebble-pruned search -------------------------
 RB="$SRC/data/graphs/resnet_block.graph"
 run tune "$RB" --node conv1 --layout NHWC --trials 3 --repeat 1 --cache-dir "$TMP/kc" --json "$TMP/tune.json"
-check "tune a conv: pebble tile, both searches, JSON" eval 'status_is 0 && out_has "pebble tile" && out_has "pruned reached" && grep -q "\"pruned_space\":" "$TMP/tune.json"'
+check "tune a conv: pebble tile, both searches, JSON" eval 'status_is 0 && out_has "pebble tile" && out_has "head to head (median of 7 rounds)" && out_has "pruned best runs at" && grep -q "\"head_to_head\":" "$TMP/tune.json" && grep -q "\"pruned_space\":" "$TMP/tune.json"'
 run tune "$RB" --node bn1
 check "tune names a node that is not a Conv" eval 'fails_cleanly && err_has "not a Conv"'
 run tune "$RB" --node no_such_node

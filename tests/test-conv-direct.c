@@ -472,7 +472,7 @@ test_tune (void)
       g_assert_cmpuint (pruned->len * 4, <=, full->len);
       g_assert_cmpuint (full->len, ==, 6 * 6 * 5);   /* 1,2,4,7,8,14 twice; 1,2,4,8,16 */
 
-      PlTuneOptions o = { .max_trials = 6, .repeat = 1, .seed = 3, .cache_dir = cache_dir };
+      PlTuneOptions o = { .max_trials = 6, .repeat = 1, .seed = 3, .rounds = 3, .cache_dir = cache_dir };
       g_autoptr (PlTuneResult) r = pl_tune_conv (conv, (PlLayout) l, &o, &error);
       g_assert_no_error (error);
       g_assert_nonnull (r);
@@ -486,8 +486,15 @@ test_tune (void)
       assert_search (r->pruned, pruned, 6, r->best_pruned_ms, r->best_pruned_tile);
       /* the pruned search starts at the pebble tile */
       g_assert_cmpmem (g_array_index (r->pruned, PlTuneTrial, 0).tile, sizeof pebble, pebble, sizeof pebble);
+      /* the two best tiles were timed again side by side; one tile when they agree */
+      g_assert_cmpint (r->rounds, ==, 3);
+      g_assert_cmpfloat (r->head_full_ms, >, 0);
+      g_assert_cmpfloat (r->head_pruned_ms, >, 0);
+      if (memcmp (r->best_full_tile, r->best_pruned_tile, sizeof r->best_full_tile) == 0)
+        g_assert_cmpfloat (r->head_full_ms, ==, r->head_pruned_ms);
       g_autofree char *json = pl_tune_result_json (r);
       g_assert_nonnull (strstr (json, "\"pruned_space\":"));
+      g_assert_nonnull (strstr (json, "\"head_to_head\":{\"rounds\":3,"));
       g_assert_nonnull (strstr (json, "\"best_full\":{\"tile\":["));
       g_assert_nonnull (strstr (json, pl_layout_name ((PlLayout) l)));
       g_array_unref (full);

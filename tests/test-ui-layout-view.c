@@ -477,7 +477,8 @@ test_tune (void)
   g_assert_cmpint (pl_chart_get_series_n_points (chart, 1), ==, (int) r->pruned->len);
   const char *verdict = pl_tune_panel_get_verdict (panel);
   g_assert_nonnull (verdict);
-  g_assert_true (strstr (verdict, "reached") || strstr (verdict, "beat"));
+  g_assert_true (strstr (verdict, "within 5%") || strstr (verdict, "not within 5%"));
+  assert_contains (verdict, "side by side");
   g_autofree char *in = g_strdup_printf ("of %u trials", r->pruned->len);
   assert_contains (verdict, in);
 
