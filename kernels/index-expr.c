@@ -7,6 +7,8 @@
  *   (h + l) / d = h/d + l/d      when every coefficient of h is a multiple of d
  *   (h + l) % d = l % d          same condition
  *   l / d = 0, l % d = l         when l's largest value is below d
+ *   (e / n) / d = e / (n d)
+ *   k (e % n) + k n (e / n) = k e,  k (e % n) + k n ((e / n) % m) = k (e % (n m))
  *
  * which is everything a reshape that splits or merges whole dims needs:
  * delinearize(linearize(i)) folds back to i.
@@ -186,25 +188,47 @@ pl_idx_coord (PlIdxArena *a, int k)
 }
 
 
-/* k * (e % n) + k * n * (e / n) = k * e: finds such a pair in x. */
+/* x is exactly the atom e / n (coefficient 1, no constant): *e and *n. */
 static bool
-find_recombination (const PlIdx *x, int *im, int *iq)
+is_plain_div (const PlIdx *x, const PlIdx **e, int64_t *n)
+{
+  if (x->constant != 0 || x->n_terms != 1 || x->terms[0].coef != 1 || x->terms[0].atom->kind != PL_IDX_DIV)
+    return false;
+  *e = x->terms[0].atom->arg;
+  *n = x->terms[0].atom->divisor;
+  return true;
+}
+
+/* Two terms of x that fold into one, k * (their sum) = coef * *atom_expr:
+ *   k * (e % n) + k * n * (e / n)          = k * e
+ *   k * (e % n) + k * n * ((e / n) % m)    = k * (e % (n * m))
+ * (the second is how a reshape back from split dims reads; the first then
+ * finishes the job). Finds such a pair: indices *i, *j and the fold *folded. */
+static bool
+find_recombination (PlIdxArena *a, const PlIdx *x, int *i_out, int *j_out, const PlIdx **folded)
 {
   for (int i = 0; i < x->n_terms; i++)
     {
       const PlIdxAtom *m = x->terms[i].atom;
       if (m->kind != PL_IDX_MOD)
         continue;
+      const int64_t k = x->terms[i].coef;
       for (int j = 0; j < x->n_terms; j++)
         {
           const PlIdxAtom *q = x->terms[j].atom;
-          if (q->kind == PL_IDX_DIV && q->arg == m->arg && q->divisor == m->divisor &&
-              x->terms[j].coef == x->terms[i].coef * m->divisor)
-            {
-              *im = i;
-              *iq = j;
-              return true;
-            }
+          if (j == i || x->terms[j].coef != k * m->divisor)
+            continue;
+          const PlIdx *e;
+          int64_t n;
+          if (q->kind == PL_IDX_DIV && q->arg == m->arg && q->divisor == m->divisor)
+            *folded = pl_idx_mul (a, m->arg, k);
+          else if (q->kind == PL_IDX_MOD && is_plain_div (q->arg, &e, &n) && e == m->arg && n == m->divisor)
+            *folded = pl_idx_mul (a, pl_idx_mod (a, e, n * q->divisor), k);
+          else
+            continue;
+          *i_out = i;
+          *j_out = j;
+          return true;
         }
     }
   return false;
@@ -219,16 +243,15 @@ pl_idx_add (PlIdxArena *a, const PlIdx *x, const PlIdx *y)
   memcpy (t + x->n_terms, y->terms, sizeof (PlIdxTerm) * y->n_terms);
   const PlIdx *r = intern_expr (a, x->constant + y->constant, t, n);
   int im, iq;
-  if (!find_recombination (r, &im, &iq))
+  const PlIdx *folded;
+  if (!find_recombination (a, r, &im, &iq, &folded))
     return r;
-  int64_t k = r->terms[im].coef;
-  const PlIdx *e = r->terms[im].atom->arg;
   g_autofree PlIdxTerm *rest = g_new (PlIdxTerm, MAX (r->n_terms, 1));
   int m = 0;
   for (int i = 0; i < r->n_terms; i++)
     if (i != im && i != iq)
       rest[m++] = r->terms[i];
-  return pl_idx_add (a, intern_expr (a, r->constant, rest, m), pl_idx_mul (a, e, k));
+  return pl_idx_add (a, intern_expr (a, r->constant, rest, m), folded);
 }
 
 const PlIdx *
@@ -303,6 +326,10 @@ pl_idx_div (PlIdxArena *a, const PlIdx *x, int64_t d)
     return x;
   if (x->max < d)
     return pl_idx_const (a, 0);
+  const PlIdx *e;
+  int64_t n;
+  if (is_plain_div (x, &e, &n))
+    return pl_idx_div (a, e, n * d);   /* (e / n) / d = e / (n d) */
   const PlIdx *high, *low;
   split (a, x, d, &high, &low);
   if (low->max < d)
@@ -388,6 +415,24 @@ pl_idx_coord_coef (const PlIdx *x, int k, bool *nested)
         *nested = true;
     }
   return c;
+}
+
+/* (see index-expr.h) */
+const PlIdx *
+pl_idx_substitute (PlIdxArena *dst, const PlIdx *x, const PlIdx *const *repl)
+{
+  const PlIdx *r = pl_idx_const (dst, x->constant);
+  for (int i = 0; i < x->n_terms; i++)
+    {
+      const PlIdxAtom *at = x->terms[i].atom;
+      const PlIdx *t = at->kind == PL_IDX_COORD ? repl[at->coord] : pl_idx_substitute (dst, at->arg, repl);
+      if (at->kind == PL_IDX_DIV)
+        t = pl_idx_div (dst, t, at->divisor);
+      else if (at->kind == PL_IDX_MOD)
+        t = pl_idx_mod (dst, t, at->divisor);
+      r = pl_idx_add (dst, r, pl_idx_mul (dst, t, x->terms[i].coef));
+    }
+  return r;
 }
 
 const PlIdx *

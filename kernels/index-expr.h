@@ -82,6 +82,10 @@ bool         pl_idx_uses_coord     (const PlIdx *x, int k);
 /* x rebuilt in arena dst with coordinate k renamed map[k]; terms of
  * coordinates mapped to -1 are dropped (merged into a neighbour). */
 const PlIdx *pl_idx_translate      (PlIdxArena *dst, const PlIdx *x, const int *map);
+/* x rebuilt in arena dst with coordinate k replaced by the expression
+ * repl[k] (of dst; one per coordinate of x's arena), simplified on the way:
+ * splitting a loop, c = 3136 * c_hi + c_lo, turns c / 3136 into c_hi. */
+const PlIdx *pl_idx_substitute     (PlIdxArena *dst, const PlIdx *x, const PlIdx *const *repl);
 /* C (and CUDA) text of x, coordinate k printed as names[k]; g_free it. */
 char        *pl_idx_to_c           (const PlIdx *x, const char *const *names);
 

@@ -381,6 +381,15 @@ value_dims (const PlValue *v, int64_t *dims)
   return v && pl_shape_get_dims (&v->shape, dims);
 }
 
+static int64_t
+elem_count (int rank, const int64_t *dims)
+{
+  int64_t n = 1;
+  for (int k = 0; k < rank; k++)
+    n *= dims[k];
+  return n;
+}
+
 static bool
 dims_equal (int ra, const int64_t *a, int rb, const int64_t *b)
 {
@@ -397,10 +406,20 @@ add_store (PlLower *L, int slot, PlValue *v)
     return pl_lower_fail (L, "output '%s' has no static shape", v->name) >= 0;
   int r = v->shape.rank;
   PlStore s = { .slot = slot, .level = PL_LEVEL_ELEM };
+  const PlIdx *flat[PL_MAX_RANK];
   if (dims_equal (r, d, L->rank, L->dims))
     {
       s.value = pl_lower_value (L, v, L->coords);
       s.index = pl_lower_offset (L, v, L->coords);
+    }
+  else if (elem_count (r, d) == elem_count (L->rank, L->dims))
+    {
+      /* as many elements as D, in another shape (a group norm's result,
+       * reshaped back from the [N, G, C/G*H*W] rows to [N, C, H, W]): D's
+       * element at linear position i is the output's element i. */
+      pl_idx_delinearize (L->arena, pl_idx_linearize (L->arena, L->rank, L->coords, L->dims), r, d, flat);
+      s.value = pl_lower_value (L, v, flat);
+      s.index = pl_lower_offset (L, v, flat);
     }
   else if (L->rows)
     {
@@ -589,6 +608,89 @@ mergeable (GPtrArray *xs, const LoopDim *a, const LoopDim *b)
   return true;
 }
 
+/* Where an index reads coordinate k divided by (or modulo) d, d a proper
+ * divisor of its size: cut[k] = d (the first such d found). */
+static void
+find_cuts (const PlLower *L, const PlIdx *x, int64_t *cut)
+{
+  for (int i = 0; i < x->n_terms; i++)
+    {
+      const PlIdxAtom *at = x->terms[i].atom;
+      if (at->kind == PL_IDX_COORD)
+        continue;
+      const PlIdx *a = at->arg;
+      const int k = a->n_terms == 1 && a->constant == 0 && a->terms[0].coef == 1 &&
+                    a->terms[0].atom->kind == PL_IDX_COORD ? a->terms[0].atom->coord : -1;
+      if (k >= 0 && cut[k] == 0 && at->divisor > 1 && at->divisor < L->dims[k] && L->dims[k] % at->divisor == 0)
+        cut[k] = at->divisor;
+      find_cuts (L, a, cut);
+    }
+}
+
+/* Splits the loop of a rows kernel where an index divides a coordinate:
+ * c = d * c_hi + c_lo, so c / d becomes c_hi and c % d becomes c_lo. A
+ * group norm's rows [N, G, C/G*H*W] read gamma at (c / (H*W)) + C/G * g;
+ * split, that load is invariant in the inner H*W loop, which vectorizes
+ * again (coalesce merges back whatever every index reads as one). Rows
+ * kernels only: a pointwise kernel's loop order follows its stores' layout
+ * by D's rank. */
+static void
+split_dims (PlLower *L)
+{
+  if (!L->rows)
+    return;
+  int64_t cut[PL_MAX_RANK] = { 0 };
+  g_autoptr (GPtrArray) xs = all_indices (L);
+  for (guint i = 0; i < xs->len; i++)
+    find_cuts (L, xs->pdata[i], cut);
+  int rank = 0;
+  int64_t dims[PL_MAX_RANK];
+  bool reduced[PL_MAX_RANK];
+  for (int k = 0; k < L->rank; k++)
+    {
+      if (cut[k] > 0 && rank + (L->rank - k) + 1 > PL_MAX_RANK)
+        cut[k] = 0;            /* no room for another dim */
+      if (cut[k] > 0)
+        {
+          dims[rank] = L->dims[k] / cut[k];
+          reduced[rank++] = L->reduced[k];
+        }
+      dims[rank] = cut[k] > 0 ? cut[k] : L->dims[k];
+      reduced[rank++] = L->reduced[k];
+    }
+  if (rank == L->rank)
+    return;
+  PlIdxArena *arena = pl_idx_arena_new (rank, dims);
+  const PlIdx *repl[PL_MAX_RANK];
+  for (int k = 0, j = 0; k < L->rank; k++, j++)
+    {
+      repl[k] = pl_idx_coord (arena, j);
+      if (cut[k] > 0)
+        {
+          repl[k] = pl_idx_add (arena, pl_idx_mul (arena, repl[k], cut[k]), pl_idx_coord (arena, j + 1));
+          j++;
+        }
+    }
+  for (guint i = 0; i < L->loop->instrs->len; i++)
+    {
+      PlInstr *x = instr (L, (int) i);
+      if (x->op == PL_SOP_LOAD)
+        x->index = pl_idx_substitute (arena, x->index, repl);
+    }
+  for (guint s = 0; s < L->loop->stores->len; s++)
+    {
+      PlStore *st = &g_array_index (L->loop->stores, PlStore, s);
+      st->index = pl_idx_substitute (arena, st->index, repl);
+    }
+  pl_idx_arena_free (L->arena);
+  L->arena = arena;
+  L->rank = rank;
+  memcpy (L->dims, dims, sizeof dims);
+  memcpy (L->reduced, reduced, sizeof reduced);
+  for (int k = 0; k < rank; k++)
+    L->coords[k] = pl_idx_coord (arena, k);
+}
+
 /* The order in which D's coordinates are looped, outermost first: D's own,
  * except for a pointwise kernel whose stores are all in one other layout,
  * which loops in that layout's order so the innermost loop writes
@@ -735,6 +837,7 @@ lower_outputs (PlLower *L, PlValue *const *outputs, int n_out)
       return false;
   if (!analyze (L))
     return false;
+  split_dims (L);
   int order[PL_MAX_RANK];
   loop_order (L, order);
   coalesce (L, order);

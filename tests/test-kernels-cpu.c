@@ -233,6 +233,48 @@ test_softmax_one_kernel (void)
   g_assert_cmpint (r->n_kernels, ==, 1);
 }
 
+/* NCHW group norm as exporters write it (reshape to [N, G, C/G*H*W], row
+ * statistics, reshape back, per-channel affine): one kernel over the group
+ * rows. The output, [N, C, H, W], is D's elements in another shape; the
+ * reshape round trip folds to a contiguous index (k (e % n) + k n ((e / n)
+ * % m) = k (e % nm), then e % nm + nm (e / nm) = e), and the loop splits
+ * the row where gamma's channel (e / (H*W)) is read, so its loads are
+ * invariant in the inner loop. */
+static void
+test_group_norm_one_kernel (void)
+{
+  g_autoptr (PlGraph) g = parse (
+    "graph gn opset 17 {\n"
+    "  input x: f32[2, 8, 5, 6]\n"
+    "  const grouped_shape: i64[3] = [2, 4, 60]\n  const image_shape: i64[4] = [2, 8, 5, 6]\n"
+    "  const eps: f32[] = 1e-05\n"
+    "  const gamma: f32[8, 1, 1] = random(seed=3, lo=0.5, hi=1.5)\n"
+    "  const beta: f32[8, 1, 1] = random(seed=4, lo=-0.5, hi=0.5)\n"
+    "  grouped = Reshape(x, grouped_shape)\n  mean = ReduceMean(grouped) {axes=[2], keepdims=1}\n"
+    "  centered = Sub(grouped, mean)\n  squared = Mul(centered, centered)\n"
+    "  var = ReduceMean(squared) {axes=[2], keepdims=1}\n  var_eps = Add(var, eps)\n  std = Sqrt(var_eps)\n"
+    "  normalized = Div(centered, std)\n  image = Reshape(normalized, image_shape)\n"
+    "  scaled = Mul(image, gamma)\n  out = Add(scaled, beta)\n  output out\n}\n");
+  int n;
+  g_autofree PlNode **order = pl_graph_topo_order (g, &n, NULL);
+  g_autoptr (GError) error = NULL;
+  PlNode *f = pl_fusion_create (g, order, n, PL_FUSION_KIND_INPUT, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("gn", f, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (p->kind, ==, PL_PLAN_LOOP);
+  g_assert_cmpint (p->loop->n_rows, ==, 8);
+  g_assert_cmpint (p->loop->row_len, ==, 60);
+  g_autofree char *dump = pl_kernel_plan_dump (p);
+  g_assert_nonnull (strstr (dump, "loop dims [2, 4, 2r, 30r]"));
+  g_assert_nonnull (strstr (dump, "in0[(240 * c0 + 60 * c1 + 30 * c2 + c3)]"));   /* x, contiguous */
+  g_assert_nonnull (strstr (dump, "in1[(2 * c1 + c2)]"));       /* gamma: no division in the row */
+  g_assert_nonnull (strstr (dump, "out0[(240 * c0 + 60 * c1 + 30 * c2 + c3)]"));
+  g_autoptr (PlRunReport) r = check_graph (g, 11, 1e-4, 1e-5);
+  g_assert_cmpint (r->n_kernels, ==, 1);
+  g_assert_cmpint (r->kernels[0].n_launches, ==, 1);
+}
+
 /* Single ops of the reduce family, each one kernel. */
 static void
 test_reductions (void)
@@ -850,6 +892,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/index-functions", test_index_functions);
   g_test_add_func ("/Passlab/KernelsCpu/layer-norm-one-kernel", test_layer_norm_one_kernel);
   g_test_add_func ("/Passlab/KernelsCpu/softmax-one-kernel", test_softmax_one_kernel);
+  g_test_add_func ("/Passlab/KernelsCpu/group-norm-one-kernel", test_group_norm_one_kernel);
   g_test_add_func ("/Passlab/KernelsCpu/reductions", test_reductions);
   g_test_add_func ("/Passlab/KernelsCpu/long-rows", test_long_rows);
   g_test_add_func ("/Passlab/KernelsCpu/elementwise-dtypes", test_elementwise_dtypes);
