@@ -52,7 +52,7 @@ for b in $BATCHES; do
   if [[ $RESNET18 == 1 ]]; then
     if python3 -c "import torch, onnx" 2>/dev/null; then
       python3 "$SRC/tests/data/models/export_torch_models.py" "$TMP" --batch "$b" resnet18 >/dev/null
-      bench_one "ResNet-18 (PyTorch export), batch $b" "$TMP/resnet18.onnx"
+      bench_one "ResNet-18 (PyTorch export), batch $b" "$TMP/resnet18-b$b.onnx"
     else
       echo "== ResNet-18, batch $b: skipped (python3-torch or python3-onnx not installed)"
     fi
