@@ -15,6 +15,10 @@
 
 G_BEGIN_DECLS
 
+/* The canvas's background (r, g, b for cairo_set_source_rgb); edge labels
+ * are haloed in it so they stay readable over edges. */
+#define PL_GRAPH_BACKGROUND 0.973, 0.976, 0.984
+
 typedef enum {
   PL_DRAW_HIDDEN,   /* not in the shown version (another version's node): not drawn */
   PL_DRAW_NORMAL,

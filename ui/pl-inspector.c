@@ -17,6 +17,7 @@
 
 #include "cost.h"
 #include "fusion.h"
+#include "pl-panel-util.h"
 #include "pl-report-view.h"
 
 struct _PlInspector
@@ -320,18 +321,7 @@ on_link_clicked (GtkButton *button, PlInspector *self)
 static GtkWidget *
 link_button (PlInspector *self, const char *text, const char *key)
 {
-  GtkWidget *label = gtk_label_new (text);
-  gtk_label_set_xalign (GTK_LABEL (label), 0);
-  gtk_label_set_ellipsize (GTK_LABEL (label), PANGO_ELLIPSIZE_MIDDLE);
-  GtkWidget *b = gtk_button_new ();
-  gtk_button_set_child (GTK_BUTTON (b), label);
-  gtk_button_set_has_frame (GTK_BUTTON (b), FALSE);
-  gtk_widget_add_css_class (b, "inspector-link");
-  gtk_widget_set_halign (b, GTK_ALIGN_START);
-  gtk_widget_set_tooltip_text (b, "Select and centre it on the canvas");
-  g_object_set_data_full (G_OBJECT (b), "pl-key", g_strdup (key), g_free);
-  g_signal_connect (b, "clicked", G_CALLBACK (on_link_clicked), self);
-  return b;
+  return pl_panel_link_button (text, key, TRUE, G_CALLBACK (on_link_clicked), self);
 }
 
 /* A link to whatever produces v ("← name (Op)", "← graph input x"). */

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "pl-inspector.h"
+#include "pl-panel-util.h"
 
 static void
 block_free (gpointer p)
@@ -319,18 +320,6 @@ on_link_clicked (GtkButton *button, Link *link)
   link->func (g_object_get_data (G_OBJECT (button), "pl-key"), link->data);
 }
 
-static GtkWidget *
-link_cell (const char *text, const char *key, Link *link)
-{
-  GtkWidget *b = gtk_button_new_with_label (text);
-  gtk_button_set_has_frame (GTK_BUTTON (b), FALSE);
-  gtk_widget_add_css_class (b, "inspector-link");
-  gtk_widget_set_halign (b, GTK_ALIGN_START);
-  gtk_widget_set_tooltip_text (b, "Select and centre it on the canvas");
-  g_object_set_data_full (G_OBJECT (b), "pl-key", g_strdup (key), g_free);
-  g_signal_connect (b, "clicked", G_CALLBACK (on_link_clicked), link);
-  return b;
-}
 
 /* Which column holds each layout's time (-1 none): headings that start
  * with a layout name ("NHWC", "NHWC ms"). */
@@ -383,7 +372,8 @@ table_widget (const PlReportBlock *b, const PlGraph *graph, Link *link)
         {
           const char *text = b->cells[r][c];
           g_autofree char *key = !head && c == 0 && graph && link->func ? pl_graph_key_for_name (graph, text) : NULL;
-          GtkWidget *cell = key ? link_cell (text, key, link) : gtk_label_new (text);
+          GtkWidget *cell = key ? pl_panel_link_button (text, key, FALSE, G_CALLBACK (on_link_clicked), link)
+                                : gtk_label_new (text);
           if (!key)
             {
               gtk_label_set_xalign (GTK_LABEL (cell), (head ? numbers[c] : aligns_right (text)) ? 1.0 : 0.0);
