@@ -7,6 +7,8 @@
  *     x_i -> LayoutTransform(to L) -> Conv(impl) [output in L] -> LayoutTransform(to NCHW) -> out_i
  *
  * (distinct inputs, random constant weights; no transforms when L is NCHW),
+ * the same per (pool shape, layout) with the pool (MaxPool, AveragePool,
+ * GlobalAveragePool, GlobalMaxPool: pool.h) in place of the conv,
  * and per (shape, from, to) transform a branch that brings a tensor into
  * `from`, transforms it to `to` and back to NCHW. The graph runs on the
  * backend through the runtime (a warm-up run, then REPEATS timed runs), and
@@ -29,7 +31,9 @@
  *              im2col matrix written and read (NCHW: one image at a time;
  *              NHWC and CHWN: the whole batch), read again from cache when it
  *              fits in the last-level cache;
- *   transform  2 * bytes / bandwidth (read once, write once).
+ *   transform  2 * bytes / bandwidth (read once, write once);
+ *   pool       its bytes (X read once, Y written once) / bandwidth, the same
+ *              in every layout.
  * The analytic model barely distinguishes layouts: it sees the same FLOPs
  * and nearly the same bytes in every layout, while what differs in practice
  * is how well the GEMM or the generated loops vectorize and use the cache.
@@ -43,6 +47,7 @@
 #include "backend.h"
 #include "conv-direct.h"
 #include "interp.h"
+#include "pool.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -155,6 +160,39 @@ pl_calibration_transform_key (const PlValue *v, PlLayout from, PlLayout to)
 {
   int64_t d[PL_MAX_RANK];
   return value_dims4 (v, d) ? transform_key_dims (d, v->dtype, from, to) : NULL;
+}
+
+/* A 2-d pool with static shapes that the runtime generates (the only kind with layout choices). */
+static bool
+pool_desc (const PlNode *pool, PlPoolDesc *d)
+{
+  g_autofree char *why = NULL;
+  return pool && pl_pool_desc_from_node (pool, d, &why) && d->n == 2;
+}
+
+/* "pool max 1x64x112x112 k3x3 s2,2 p1,1,1,1 d1,1 o56x56 f32 NHWC", "pool global-avg 1x512x7x7 f32 NHWC";
+ * an average that counts its pads is "avg-pads". */
+static char *
+pool_key (const PlPoolDesc *d, PlLayout layout)
+{
+  int64_t x[4] = { d->batch, d->channels, d->in[0], d->in[1] };
+  g_autofree char *xs = dims_text (4, x);
+  const char *kind = d->kind == PL_POOL_MAX ? "max" : d->count_include_pad ? "avg-pads" : "avg";
+  if (d->global)
+    return g_strdup_printf ("pool global-%s %s %s %s", kind, xs, pl_dtype_name (d->dtype), pl_layout_name (layout));
+  return g_strdup_printf ("pool %s %s k%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT " s%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                          " p%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                          " d%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT " o%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT " %s %s",
+                          kind, xs, d->kernel[0], d->kernel[1], d->strides[0], d->strides[1], d->pads[0], d->pads[1],
+                          d->pads[2], d->pads[3], d->dilations[0], d->dilations[1], d->out[0], d->out[1],
+                          pl_dtype_name (d->dtype), pl_layout_name (layout));
+}
+
+char *
+pl_calibration_pool_key (const PlNode *pool, PlLayout layout)
+{
+  PlPoolDesc d;
+  return pool_desc (pool, &d) ? pool_key (&d, layout) : NULL;
 }
 
 /* --- the machine --------------------------------------------------------------------- */
@@ -726,6 +764,21 @@ pl_calibration_transform (PlCalibration *cal, const PlValue *v, PlLayout from, P
   return (PlCost) { 2.0 * (double) bytes / bandwidth (cal), PL_COST_ANALYTIC };
 }
 
+PlCost
+pl_calibration_pool (PlCalibration *cal, const PlNode *pool, PlLayout layout)
+{
+  PlPoolDesc d;
+  if (!pool_desc (pool, &d))
+    return (PlCost) { layout == PL_LAYOUT_NCHW ? 0 : INFINITY, PL_COST_ANALYTIC };
+  g_autofree char *key = pool_key (&d, layout);
+  const Entry *e = lookup (cal, key);
+  if (e)
+    return (PlCost) { e->ms, e->source };
+  if (cal->measure && g_hash_table_contains (cal->unsupported, key))
+    return (PlCost) { INFINITY, PL_COST_MEASURED };
+  return (PlCost) { (double) pl_pool_bytes (&d) / bandwidth (cal), PL_COST_ANALYTIC };
+}
+
 void
 pl_calibration_conv_tile (PlCalibration *cal, const PlNode *conv, PlLayout layout, int64_t tile[3])
 {
@@ -765,11 +818,14 @@ run_graph (PlCalibration *cal, const PlGraph *g, GError **error)
 /* What one branch of the calibration graph measures. */
 typedef struct {
   char    *key;
-  bool     conv;           /* a conv (else a transform) */
+  bool     conv;           /* a conv */
+  bool     pool;           /* a pool (neither: a transform) */
   PlConvDesc desc;         /* conv: the geometry */
-  PlLayout layout, from;   /* conv: its layout; transform: from -> layout */
+  PlPoolDesc pool_desc;    /* pool: the geometry */
+  PlLayout layout, from;   /* conv, pool: its layout; transform: from -> layout */
   PlConvImpl impl;
-  int64_t  dims[4];        /* transform: the tensor */
+  int64_t  dims[4];        /* transform: the tensor; conv, pool: X */
+  int64_t  out_dims[4];    /* conv, pool: Y */
   PlDType  dtype;
 } Target;
 
@@ -791,11 +847,62 @@ transform (PlGraph *g, PlValue *x, PlLayout to, GError **error)
   return pl_node_infer (n, error) ? n->outputs[0] : NULL;
 }
 
+/* The transforms of a branch in a layout other than NCHW (xin: X brought
+ * into it, y: Y brought back) are measurements too. */
+static void
+add_branch_transforms (GPtrArray *nodes, GPtrArray *keys, PlValue *xin, PlValue *y, PlLayout layout)
+{
+  int64_t xd[4], yd[4];
+  if (layout == PL_LAYOUT_NCHW || !value_dims4 (xin, xd) || !value_dims4 (y, yd))
+    return;
+  g_ptr_array_add (nodes, xin->producer);
+  g_ptr_array_add (keys, transform_key_dims (xd, xin->dtype, PL_LAYOUT_NCHW, layout));
+  g_ptr_array_add (nodes, y->producer);
+  g_ptr_array_add (keys, transform_key_dims (yd, y->dtype, layout, PL_LAYOUT_NCHW));
+}
+
+/* The end of a conv's or pool's branch: node's output in t's layout, back
+ * to NCHW as a graph output; node and its transforms are what it times. */
+static bool
+finish_branch (PlGraph *g, PlNode *node, const Target *t, PlValue *xin, GPtrArray *nodes, GPtrArray *keys,
+               GError **error)
+{
+  if (!pl_node_infer (node, error))
+    return false;
+  node->outputs[0]->layout = t->layout;
+  PlValue *y = t->layout != PL_LAYOUT_NCHW ? transform (g, node->outputs[0], PL_LAYOUT_NCHW, error) : node->outputs[0];
+  if (!y)
+    return false;
+  pl_graph_add_output (g, y);
+  g_ptr_array_add (nodes, node);
+  g_ptr_array_add (keys, g_strdup (t->key));
+  add_branch_transforms (nodes, keys, xin, y, t->layout);
+  return true;
+}
+
+/* A pool's branch: x -> [to its layout] -> pool -> [to NCHW]. */
+static bool
+add_pool_branch (PlGraph *g, const Target *t, const char *xname, GPtrArray *nodes, GPtrArray *keys, GError **error)
+{
+  const PlPoolDesc *d = &t->pool_desc;
+  int64_t xd[4] = { d->batch, d->channels, d->in[0], d->in[1] };
+  PlShape xs = pl_shape_from_dims (4, xd);
+  PlValue *x = pl_graph_add_input (g, xname, d->dtype, &xs, error);
+  PlValue *xin = x && t->layout != PL_LAYOUT_NCHW ? transform (g, x, t->layout, error) : x;
+  PlNode *pool = xin ? pl_graph_add_node (g, pl_pool_op_type (d), NULL, NULL, 1, &xin, 1, NULL, error) : NULL;
+  if (!pool)
+    return false;
+  pl_pool_set_attrs (d, pool);
+  return finish_branch (g, pool, t, xin, nodes, keys, error);
+}
+
 /* Adds a branch measuring t; nodes and keys receive what it times (node, cache key). */
 static bool
 add_branch (const PlCalibration *cal, PlGraph *g, const Target *t, int index, GPtrArray *nodes, GPtrArray *keys, GError **error)
 {
   g_autofree char *xname = g_strdup_printf ("x%d", index);
+  if (t->pool)
+    return add_pool_branch (g, t, xname, nodes, keys, error);
   if (!t->conv)
     {
       PlShape s = pl_shape_from_dims (4, t->dims);
@@ -847,25 +954,7 @@ add_branch (const PlCalibration *cal, PlGraph *g, const Target *t, int index, GP
       if (tile[0] > 0)
         pl_node_set_attr_ints (conv, "tile", tile, 3);
     }
-  if (!pl_node_infer (conv, error))
-    return false;
-  conv->outputs[0]->layout = t->layout;
-  PlValue *y = t->layout != PL_LAYOUT_NCHW ? transform (g, conv->outputs[0], PL_LAYOUT_NCHW, error) : conv->outputs[0];
-  if (!y)
-    return false;
-  pl_graph_add_output (g, y);
-  g_ptr_array_add (nodes, conv);
-  g_ptr_array_add (keys, g_strdup (t->key));
-  /* the branch's transforms are measurements too */
-  if (t->layout != PL_LAYOUT_NCHW)
-    {
-      int64_t yd[4] = { c->batch, c->c_out, c->out[0], c->out[1] };
-      g_ptr_array_add (nodes, xin->producer);
-      g_ptr_array_add (keys, transform_key_dims (xd, c->dtype, PL_LAYOUT_NCHW, t->layout));
-      g_ptr_array_add (nodes, y->producer);
-      g_ptr_array_add (keys, transform_key_dims (yd, c->dtype, t->layout, PL_LAYOUT_NCHW));
-    }
-  return true;
+  return finish_branch (g, conv, t, xin, nodes, keys, error);
 }
 
 /* Builds a graph of the targets, runs it and records each target's time.
@@ -912,15 +1001,26 @@ add_target (PlCalibration *cal, GPtrArray *targets, GHashTable *planned, Target 
       return;
     }
   g_hash_table_add (planned, g_strdup (t->key));
-  if (t->conv && t->layout != PL_LAYOUT_NCHW)
+  if ((t->conv || t->pool) && t->layout != PL_LAYOUT_NCHW)
     {
       /* its branch measures the transforms into and out of its layout too */
-      const PlConvDesc *c = &t->desc;
-      int64_t xd[4] = { c->batch, c->c_in, c->in[0], c->in[1] }, yd[4] = { c->batch, c->c_out, c->out[0], c->out[1] };
-      g_hash_table_add (planned, transform_key_dims (xd, c->dtype, PL_LAYOUT_NCHW, t->layout));
-      g_hash_table_add (planned, transform_key_dims (yd, c->dtype, t->layout, PL_LAYOUT_NCHW));
+      g_hash_table_add (planned, transform_key_dims (t->dims, t->dtype, PL_LAYOUT_NCHW, t->layout));
+      g_hash_table_add (planned, transform_key_dims (t->out_dims, t->dtype, t->layout, PL_LAYOUT_NCHW));
     }
   g_ptr_array_add (targets, t);
+}
+
+/* The target of a conv or a pool (key) in layout; the caller sets what it is. */
+static Target *
+node_target (char *key, const PlNode *node, PlLayout layout)
+{
+  Target *t = g_new0 (Target, 1);
+  t->key = key;
+  t->layout = layout;
+  t->dtype = node->inputs[0]->dtype;
+  value_dims4 (node->inputs[0], t->dims);
+  value_dims4 (node->outputs[0], t->out_dims);
+  return t;
 }
 
 /* What the graph may need that this calibration has no entry for. */
@@ -935,7 +1035,21 @@ missing_targets (PlCalibration *cal, const PlGraph *g)
       const PlNode *node = g->nodes->pdata[i];
       const PlOpInfo *info = pl_op_info (node->op);
       PlConvDesc c;
-      if (node->op == PL_OP_Conv && conv_desc (node, &c))
+      PlPoolDesc pd;
+      if (pool_desc (node, &pd))
+        {
+          g_ptr_array_add (values, node->inputs[0]);
+          g_ptr_array_add (values, node->outputs[0]);
+          for (int l = 0; l < PL_LAYOUT_COUNT; l++)
+            if (cal->layouts & (1u << l))
+              {
+                Target *t = node_target (pool_key (&pd, l), node, l);
+                t->pool = true;
+                t->pool_desc = pd;
+                add_target (cal, targets, planned, t);
+              }
+        }
+      else if (node->op == PL_OP_Conv && conv_desc (node, &c))
         {
           g_ptr_array_add (values, node->inputs[0]);
           g_ptr_array_add (values, node->outputs[0]);
@@ -946,8 +1060,10 @@ missing_targets (PlCalibration *cal, const PlGraph *g)
                   continue;
                 if (m == PL_CONV_IMPL_DIRECT && !direct_supported (&c, l))
                   continue;
-                Target *t = g_new0 (Target, 1);
-                *t = (Target) { .key = conv_key (&c, l, m), .conv = true, .desc = c, .layout = l, .impl = m };
+                Target *t = node_target (conv_key (&c, l, m), node, l);
+                t->conv = true;
+                t->desc = c;
+                t->impl = m;
                 add_target (cal, targets, planned, t);
               }
         }

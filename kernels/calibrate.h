@@ -1,5 +1,5 @@
-/* calibrate.h — the cost of a convolution in each layout and of the
- * transforms between layouts, for the `layout` pass (seed 003).
+/* calibrate.h — the cost of a convolution and of a pool in each layout and
+ * of the transforms between layouts, for the `layout` pass (seed 003).
  *
  * Measured: a calibration run times, on the chosen backend, the generated
  * and library kernels of each conv shape in each layout (and each transform),
@@ -39,13 +39,18 @@ void           pl_calibration_free    (PlCalibration *cal);
 /* Without measuring: use what the cache holds from earlier calibrations
  * (analytic for the rest) — for comparing predictions with a run. */
 void           pl_calibration_use_cache (PlCalibration *cal);
-/* Measures, in one batch, every (conv, layout, impl) of the graph's convs and
- * every transform their values may need that the cache lacks; saves the cache. */
+/* Measures, in one batch, every (conv, layout, impl) of the graph's convs, every
+ * (pool, layout) of its pools and every transform their values may need that
+ * the cache lacks; saves the cache. */
 bool           pl_calibration_prepare (PlCalibration *cal, const PlGraph *g, GError **error);
 /* Cost of the Conv node in layout (X and Y) with impl (tile: the best known).
  * INFINITY: it cannot run so (direct unsupported, or measured as a fallback).
  * A conv that is not 2-d with static shapes: 0 in NCHW gemm, INFINITY otherwise. */
 PlCost         pl_calibration_conv    (PlCalibration *cal, const PlNode *conv, PlLayout layout, PlConvImpl impl);
+/* Cost of a pooling node (MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool: pool.h)
+ * with X and Y in layout. A pool the runtime cannot generate or that is not 2-d with static
+ * shapes: 0 in NCHW, INFINITY otherwise. Analytic: its bytes at the memcpy bandwidth. */
+PlCost         pl_calibration_pool    (PlCalibration *cal, const PlNode *pool, PlLayout layout);
 /* Cost of transforming value v (rank 4) from one layout to another (0 when equal). */
 PlCost         pl_calibration_transform (PlCalibration *cal, const PlValue *v, PlLayout from, PlLayout to);
 /* "cpu <model>, <n> threads" — what the cache is keyed by. */
@@ -61,6 +66,10 @@ void           pl_calibration_restrict (PlCalibration *cal, guint layouts, guint
  * conv with static shapes); "transform 1x64x56x56 f32 NCHW>NHWC" (NULL unless v is static rank 4). */
 char          *pl_calibration_conv_key      (const PlNode *conv, PlLayout layout, PlConvImpl impl);
 char          *pl_calibration_transform_key (const PlValue *v, PlLayout from, PlLayout to);
+/* "pool max 1x64x112x112 k3x3 s2,2 p1,1,1,1 d1,1 o56x56 f32 NHWC" ("avg", "avg-pads" for
+ * count_include_pad; "pool global-avg 1x512x7x7 f32 NHWC"); NULL unless a 2-d pool with static
+ * shapes that the runtime generates. */
+char          *pl_calibration_pool_key      (const PlNode *pool, PlLayout layout);
 /* Sets an entry (ms may be INFINITY: unsupported). Entries of source TABLE are used in
  * both modes and never written to the cache. */
 void           pl_calibration_set     (PlCalibration *cal, const char *key, double ms, PlCostSource source);

@@ -24,6 +24,7 @@
  * CONV plans also get `<name>_im2col`, the im2col matrix in the order the
  * conv's layout multiplies it (see "im2col, per layout"), or with impl
  * DIRECT `<name>_direct`, the tiled direct convolution (conv-direct.c).
+ * POOL plans are `void <name> (void *const *args)` too, from pool.c.
  */
 #define G_LOG_DOMAIN "passlab"
 #include "backend.h"
@@ -1027,6 +1028,9 @@ pl_codegen_c_kernel (GString *out, const PlKernelPlan *p)
       if (p->loop)
         emit_loop_function (out, p);
       return p->loop != NULL;
+    case PL_PLAN_POOL:
+      pl_pool_emit_c (out, &p->pool, p->name);
+      return true;
     case PL_PLAN_CONV:
       if (p->conv.impl == PL_CONV_IMPL_DIRECT)
         {

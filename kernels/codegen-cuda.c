@@ -18,6 +18,8 @@
  *  - CONV: a direct convolution kernel (one output element per thread, in
  *    the memory order of Y's layout, X read in its layout), or with impl
  *    DIRECT the tiled kernel of conv-direct.c.
+ *  - POOL: pool.c's kernel, a thread per output, in the parameters of a loop
+ *    kernel (launch[0]).
  * LayoutTransform is a pointwise LOOP plan (a load in one layout, a store
  * in the other), looped in the destination's order so stores coalesce.
  * GEMM goes to cuBLAS; its epilogue is a pointwise kernel.
@@ -662,6 +664,13 @@ pl_codegen_cuda_kernel (GString *out, const PlKernelPlan *p, int n_sms, PlCudaLa
   memset (launch, 0, 2 * sizeof (PlCudaLaunch));
   Emit e = { out, p, p->loop, 0, 0, 0, 256, false };
   int n = 0;
+  if (p->kind == PL_PLAN_POOL)
+    {
+      /* the parameters of a loop kernel: (x, y, scratch) */
+      pl_pool_emit_cuda (out, &p->pool, p->name, n_sms, &launch[0].block, &launch[0].grid);
+      launch[0].entry = g_strdup (p->name);
+      return 1;
+    }
   if (p->kind == PL_PLAN_CONV)
     {
       if (p->conv.impl == PL_CONV_IMPL_DIRECT)

@@ -41,7 +41,7 @@ void        pl_codegen_coords         (GString *o, int indent, const PlLoopPlan 
 /* The start of a translation unit: includes and helpers. */
 char       *pl_codegen_c_prelude      (void);
 /* Appends the functions of plan p: `void <name> (void *const *args)` with
- * args = input slots then output slots (LOOP, and the epilogue of GEMM/CONV),
+ * args = input slots then output slots (LOOP, POOL, and the epilogue of GEMM/CONV),
  * and for CONV `void <name>_im2col (const T *x, T *col, int64_t n, int64_t g)`
  * (the matrix pl_cpu_conv multiplies in the conv's layout: image n's (NCHW
  * only) group g) or, impl DIRECT, `<name>_direct` (conv-direct.h).
@@ -61,8 +61,8 @@ typedef struct {
 } PlCudaLaunch;
 
 char       *pl_codegen_cuda_prelude   (void);
-/* Appends the kernels of plan p: for LOOP (and the epilogue of GEMM/CONV) one
- * kernel taking (in0.., out0.., scratch) as pointers; for CONV also
+/* Appends the kernels of plan p: for LOOP and POOL (and the epilogue of GEMM/CONV)
+ * one kernel taking (in0.., out0.., scratch) as pointers; for CONV also
  * `<name>_conv (x, w, y)`: a direct convolution reading X and writing Y in
  * their layouts, one output per thread (impl GEMM: w in ONNX's order), or
  * the tiled one of conv-direct.h (impl DIRECT: w packed by

@@ -1270,6 +1270,22 @@ pl_kernel_plan_fallback (const char *name, const PlNode *node, const char *why)
   return plan_single (name, (PlNode *) node, PL_PLAN_FALLBACK, why);
 }
 
+/* A pooling op: its generated kernel (pool.c), else a fallback saying why. */
+static PlKernelPlan *
+plan_pool (const char *name, PlNode *node)
+{
+  PlPoolDesc d;
+  g_autofree char *why = NULL;
+  if (!pl_pool_desc_from_node (node, &d, &why))
+    return plan_single (name, node, PL_PLAN_FALLBACK, why);
+  g_autofree char *note = pl_pool_describe (&d);
+  PlKernelPlan *p = plan_single (name, node, PL_PLAN_POOL, note);
+  g_ptr_array_set_size (p->outputs, 1);   /* MaxPool's Indices, unused: no slot */
+  p->pool = d;
+  p->flops = pl_pool_flops (&d);
+  return p;
+}
+
 PlKernelPlan *
 pl_kernel_plan_for_node (const char *name, const PlNode *cnode, GError **error)
 {
@@ -1285,6 +1301,8 @@ pl_kernel_plan_for_node (const char *name, const PlNode *cnode, GError **error)
     }
   if (is_alias_op (node))
     return plan_single (name, node, PL_PLAN_ALIAS, "a view: no kernel");
+  if (pl_pool_is_op (node->op))
+    return plan_pool (name, node);
   g_autoptr (GPtrArray) outs = g_ptr_array_new ();
   for (int i = 0; i < node->n_outputs; i++)
     if (node->outputs[i])
@@ -1333,7 +1351,8 @@ static const char *const red_names[] = { "sum", "prod", "max", "min", "argmax", 
 char *
 pl_kernel_plan_dump (const PlKernelPlan *p)
 {
-  static const char *const kinds[] = { "loop", "gemm", "conv", "alias", "fallback" };
+  static const char *const kinds[] = { "loop", "gemm", "conv", "pool", "alias", "fallback" };
+  G_STATIC_ASSERT (G_N_ELEMENTS (kinds) == PL_PLAN_FALLBACK + 1);
   static const char *const levels[] = { "const", "row", "elem" };
   GString *s = g_string_new (NULL);
   g_string_append_printf (s, "kernel %s: %s (%s)%s%s\n", p->name, kinds[p->kind], p->ops, p->note ? " — " : "",

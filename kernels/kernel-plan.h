@@ -13,7 +13,9 @@
  * scratch buffer (CPU: heap row buffer; CUDA: shared or global memory).
  *
  * GEMM and CONV plans are one library call plus an optional epilogue (a
- * pointwise LOOP plan reading the library result). FALLBACK plans run the
+ * pointwise LOOP plan reading the library result). POOL plans are one
+ * generated pooling kernel (pool.h), input slot 0 X and output slot 0 Y
+ * (MaxPool's unused Indices get no slot). FALLBACK plans run the
  * op's reference implementation; ALIAS plans (Reshape, Squeeze, ...) launch
  * nothing: the output shares the input's buffer.
  * Internal to kernels/.
@@ -22,6 +24,7 @@
 
 #include "graph.h"
 #include "index-expr.h"
+#include "pool.h"
 
 G_BEGIN_DECLS
 
@@ -115,6 +118,7 @@ typedef enum {
   PL_PLAN_LOOP,      /* one generated loop kernel */
   PL_PLAN_GEMM,      /* a (batched) GEMM + epilogue */
   PL_PLAN_CONV,      /* a convolution (im2col + GEMM on the CPU) + epilogue */
+  PL_PLAN_POOL,      /* a generated pooling kernel (pool.h): X -> Y in their layout */
   PL_PLAN_ALIAS,     /* the output is the input (Reshape, Squeeze, Identity, ...) */
   PL_PLAN_FALLBACK,  /* the op's reference implementation on host tensors */
 } PlPlanKind;
@@ -163,6 +167,7 @@ struct _PlKernelPlan {
   PlLoopPlan   *loop;        /* LOOP; GEMM/CONV: the epilogue or NULL */
   PlGemmDesc    gemm;
   PlConvDesc    conv;
+  PlPoolDesc    pool;        /* POOL */
   int           lib_slot;    /* GEMM/CONV with an epilogue: the input slot holding the library result */
   bool          in_place;    /* GEMM/CONV: the library writes output 0; the epilogue updates it in place */
   const PlNode *node;        /* FALLBACK / ALIAS: the op */

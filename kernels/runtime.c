@@ -24,9 +24,10 @@
  * reference implementation on host tensors, marked fallback.
  *
  * Layouts (layout.h; DESIGN.md §1.4). A buffer holds its value in the
- * value's layout. Generated loops read and write every layout (their
- * indices go through the layouts' strides), so a LayoutTransform is a
- * kernel like any other. What is not layout-aware is fed right here: a
+ * value's layout. Generated loops and pools (pool.h: a POOL step calls its
+ * function like a loop's) read and write every layout (their indices go
+ * through the layouts' strides), so a LayoutTransform is a kernel like any
+ * other. What is not layout-aware is fed right here: a
  * view of a value in another layout is a copy loop (the planner makes it
  * one), a GEMM operand in another layout goes through a transpose step
  * first (a launch of the GEMM's row), and a fallback gets logical host
@@ -929,7 +930,7 @@ compile_cpu (PlExecutable *e, GError **error)
     {
       Step *st = step_at (e, (int) s);
       PlKernelPlan *p = st->plan;
-      if (p->loop)
+      if (p->loop || p->kind == PL_PLAN_POOL)
         st->fn = (PlCpuKernelFn) pl_cpu_module_symbol (e->cpu, p->name);
       bool direct = p->kind == PL_PLAN_CONV && p->conv.impl == PL_CONV_IMPL_DIRECT;
       if (p->kind == PL_PLAN_CONV)
@@ -940,7 +941,7 @@ compile_cpu (PlExecutable *e, GError **error)
           else
             st->im2col = (PlCpuIm2colFn) pl_cpu_module_symbol (e->cpu, sym);
         }
-      if ((p->loop && !st->fn) || (p->kind == PL_PLAN_CONV && !st->im2col && !st->direct))
+      if (((p->loop || p->kind == PL_PLAN_POOL) && !st->fn) || (p->kind == PL_PLAN_CONV && !st->im2col && !st->direct))
         {
           g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "%s: kernel %s missing", pl_cpu_module_path (e->cpu), p->name);
           return false;

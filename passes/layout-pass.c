@@ -15,12 +15,19 @@
  *      whose output is a static rank-4 tensor: one choice per layout, all at
  *      the same cost (its bytes at the machine's bandwidth), so the search
  *      decides where the transforms go;
- *    - everything else is fixed NCHW: other ops (pooling too: the runtime
- *      generates MaxPool/AveragePool for the default layout only), graph
- *      inputs and constants (sources), graph outputs (sinks).
- *    Edges carry rank-4 data (a conv's X, a pointwise op's non-constant
- *    inputs — constant operands are read in their own layout — and every
- *    rank-4 input of a fixed op); an edge costs the transform from the
+ *    - each pool (MaxPool without its Indices, AveragePool,
+ *      GlobalAveragePool, GlobalMaxPool) whose input and output are static
+ *      rank 4 and that the runtime generates (kernels/pool.h): one choice
+ *      per layout, its output in its input's layout, at the pool's cost in
+ *      that layout — measured by the calibration like a conv, else its
+ *      bytes at the machine's bandwidth (then the same in every layout, and
+ *      the transforms decide). A global pool's [N, C, 1, 1] output takes
+ *      any layout too;
+ *    - everything else is fixed NCHW: other ops, graph inputs and constants
+ *      (sources), graph outputs (sinks).
+ *    Edges carry rank-4 data (a conv's or a pool's X, a pointwise op's
+ *    non-constant inputs — constant operands are read in their own layout —
+ *    and every rank-4 input of a fixed op); an edge costs the transform from the
  *    producer's layout to the consumer's. A value read by several consumers
  *    is transformed once per target layout, not once per consumer, so such
  *    a value gets a "hub" node (any layout, no cost) between its producer
@@ -42,8 +49,8 @@
  *    model charged).
  * The report: per conv its shape, chosen layout and impl, predicted ms and
  * the best in each single layout; the plan's predicted total against the
- * best single-layout one; the transforms; the search method and states;
- * where each cost came from.
+ * best single-layout one; the same table for the pools; the transforms; the
+ * search method and states; where each cost came from.
  */
 #define G_LOG_DOMAIN "passlab"
 #include "builtin-passes.h"
@@ -77,7 +84,7 @@ typedef struct {
   PnKind       kind;
   PlNode      *node;        /* PN_NODE */
   PlValue     *value;       /* PN_SOURCE, PN_HUB: the value; PN_SINK: the output's root */
-  bool         conv, pointwise;
+  bool         conv, pointwise, pool;
   int          n_choices;
   PlLayout     layout[PL_LS_MAX_CHOICES];
   PlConvImpl   impl[PL_LS_MAX_CHOICES];
@@ -235,11 +242,21 @@ is_pointwise (const PlNode *node)
   return false;
 }
 
+/* A pool the runtime generates in every layout (a calibration key says so), rank 4 in and out. */
+static bool
+is_pool (const PlNode *node)
+{
+  if (node->n_inputs < 1 || node->n_outputs < 1 || !static_rank4 (node->inputs[0]) || !static_rank4 (node->outputs[0]))
+    return false;
+  g_autofree char *key = pl_calibration_pool_key (node, PL_LAYOUT_NCHW);
+  return key != NULL;
+}
+
 /* Whether input slot k of a decision node follows the node's layout. */
 static bool
 slot_follows (const PNode *pn, int k, const PlValue *root)
 {
-  if (pn->conv)
+  if (pn->conv || pn->pool)
     return k == 0;
   if (pn->pointwise)
     return !is_constant (root);
@@ -298,6 +315,20 @@ pointwise_choices (PNode *pn, PlCalibration *cal, const Params *p)
 }
 
 static void
+pool_choices (PNode *pn, PlCalibration *cal, const Params *p)
+{
+  pn->n_choices = 0;
+  for (int l = 0; l < PL_LAYOUT_COUNT; l++)
+    {
+      PlCost c = pl_calibration_pool (cal, pn->node, l);
+      if (!(p->layouts & (1u << l)) || !isfinite (c.ms))
+        continue;
+      pn->layout[pn->n_choices] = l;
+      pn->cost[pn->n_choices++] = c;
+    }
+}
+
+static void
 add_edge (Model *M, PlCalibration *cal, int from, int to, PlValue *value)
 {
   const PNode *a = &g_array_index (M->pnodes, PNode, from), *b = &g_array_index (M->pnodes, PNode, to);
@@ -336,6 +367,16 @@ classify (PlNode *node, PlCalibration *cal, const Params *p)
     {
       pn.pointwise = true;
       pointwise_choices (&pn, cal, p);
+    }
+  else if (is_pool (node))
+    {
+      pn.pool = true;
+      pool_choices (&pn, cal, p);
+      if (pn.n_choices == 0)
+        {
+          pn = fixed_pnode (PN_NODE);   /* measured unsupported in every allowed layout */
+          pn.node = node;
+        }
     }
   return pn;
 }
@@ -533,7 +574,7 @@ solve (const Model *M, int force, int64_t max_visits)
 
 /* The parts of a plan's predicted time. */
 typedef struct {
-  double convs, pointwise, transforms, total;
+  double convs, pointwise, pools, transforms, total;
 } Totals;
 
 static Totals
@@ -548,13 +589,15 @@ plan_totals (const Model *M, const PlLsSolution *s)
         t.convs += ms;
       else if (pn->pointwise)
         t.pointwise += ms;
+      else if (pn->pool)
+        t.pools += ms;
     }
   for (guint e = 0; e < M->edges->len; e++)
     {
       const PlLsEdge *edge = &g_array_index (M->edges, PlLsEdge, e);
       t.transforms += edge->transform[s->choice[edge->from]][s->choice[edge->to]];
     }
-  t.total = t.convs + t.pointwise + t.transforms;
+  t.total = t.convs + t.pointwise + t.pools + t.transforms;
   return t;
 }
 
@@ -758,7 +801,7 @@ apply_plan (PlGraph *g, const Model *M, const PlLsSolution *s, PlCalibration *ca
       if (pn->kind != PN_NODE)
         continue;
       PlLayout l = pn->layout[s->choice[i]];
-      bool decides = pn->conv || pn->pointwise;
+      bool decides = pn->conv || pn->pointwise || pn->pool;
       for (int k = 0; k < pn->node->n_outputs; k++)
         set_layout (&A, pn->node->outputs[k], decides && k == 0 ? l : PL_LAYOUT_NCHW);
       if (pn->conv)
@@ -779,7 +822,7 @@ apply_plan (PlGraph *g, const Model *M, const PlLsSolution *s, PlCalibration *ca
       const PNode *pn = &g_array_index (M->pnodes, PNode, i);
       if (pn->kind != PN_NODE)
         continue;
-      PlLayout l = pn->conv || pn->pointwise ? pn->layout[s->choice[i]] : PL_LAYOUT_NCHW;
+      PlLayout l = pn->conv || pn->pointwise || pn->pool ? pn->layout[s->choice[i]] : PL_LAYOUT_NCHW;
       for (int k = 0; ok && k < pn->node->n_inputs; k++)
         {
           PlValue *v = pn->node->inputs[k], *r = root_of (v);
@@ -835,6 +878,29 @@ conv_shape (const PlNode *conv)
   return g_string_free (s, FALSE);
 }
 
+/* "1x64x112x112 max k3x3 s2 p1", "1x512x7x7 global avg" */
+static char *
+pool_shape (const PlNode *pool)
+{
+  PlPoolDesc d;
+  g_autofree char *why = NULL;
+  if (!pl_pool_desc_from_node (pool, &d, &why) || d.n != 2)
+    return g_strdup ("?");
+  const char *kind = d.kind == PL_POOL_MAX ? "max" : "avg";
+  GString *s = g_string_new (NULL);
+  g_string_append_printf (s, "%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT " ",
+                          d.batch, d.channels, d.in[0], d.in[1]);
+  if (d.global)
+    g_string_append_printf (s, "global %s", kind);
+  else
+    g_string_append_printf (s, "%s k%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, kind, d.kernel[0], d.kernel[1]);
+  if (!d.global && (d.strides[0] != 1 || d.strides[1] != 1))
+    g_string_append_printf (s, " s%" G_GINT64_FORMAT, d.strides[0]);
+  if (d.pads[0] || d.pads[1])
+    g_string_append_printf (s, " p%" G_GINT64_FORMAT, d.pads[0]);
+  return g_string_free (s, FALSE);
+}
+
 static const char *
 impl_name (PlConvImpl impl)
 {
@@ -852,11 +918,13 @@ best_in_layout (const PNode *pn, PlLayout l)
   return best;
 }
 
+/* The table of the convs (pools: of the pools): shape, plan, predicted ms,
+ * the best in each layout; counts[source] of the chosen costs. */
 static void
-report_convs (PlPassReport *report, const Model *M, const PlLsSolution *s, const Params *p, int counts[3])
+report_table (PlPassReport *report, const Model *M, const PlLsSolution *s, const Params *p, bool pools, int counts[3])
 {
   GString *head = g_string_new (NULL);
-  g_string_append_printf (head, "%-16s %-28s %-12s %9s", "conv", "shape", "plan", "ms");
+  g_string_append_printf (head, "%-16s %-28s %-12s %9s", pools ? "pool" : "conv", "shape", "plan", "ms");
   for (int l = 0; l < PL_LAYOUT_COUNT; l++)
     if (p->layouts & (1u << l))
       g_string_append_printf (head, " %9s", pl_layout_name (l));
@@ -867,14 +935,15 @@ report_convs (PlPassReport *report, const Model *M, const PlLsSolution *s, const
   for (guint i = 0; i < M->pnodes->len; i++)
     {
       const PNode *pn = &g_array_index (M->pnodes, PNode, i);
-      if (!pn->conv)
+      if (!(pools ? pn->pool : pn->conv))
         continue;
       int c = s->choice[i];
       counts[pn->cost[c].source]++;
       if (lines++ >= MAX_LINES)
         continue;
-      g_autofree char *shape = conv_shape (pn->node);
-      g_autofree char *plan = g_strdup_printf ("%s %s", pl_layout_name (pn->layout[c]), impl_name (pn->impl[c]));
+      g_autofree char *shape = pools ? pool_shape (pn->node) : conv_shape (pn->node);
+      g_autofree char *plan = pools ? g_strdup (pl_layout_name (pn->layout[c]))
+                                    : g_strdup_printf ("%s %s", pl_layout_name (pn->layout[c]), impl_name (pn->impl[c]));
       GString *line = g_string_new (NULL);
       g_string_append_printf (line, "%-16s %-28s %-12s %9.4f", pn->node->name, shape, plan, pn->cost[c].ms);
       for (int l = 0; l < PL_LAYOUT_COUNT; l++)
@@ -891,7 +960,7 @@ report_convs (PlPassReport *report, const Model *M, const PlLsSolution *s, const
       g_string_free (line, TRUE);
     }
   if (lines > MAX_LINES)
-    pl_pass_report_printf (report, "... and %d more convs", lines - MAX_LINES);
+    pl_pass_report_printf (report, "... and %d more %s", lines - MAX_LINES, pools ? "pools" : "convs");
 }
 
 /* The transforms in the graph now, one line each; returns their predicted ms. */
@@ -943,8 +1012,8 @@ report_totals (PlPassReport *report, const Totals *plan, const Totals *single_t,
       if (feasible && (best < 0 || single_t[l].total < single_t[best].total))
         best = l;
     }
-  pl_pass_report_printf (report, "predicted total %.4f ms (convs %.4f + transforms %.4f + pointwise %.4f)",
-                         plan->total, plan->convs, plan->transforms, plan->pointwise);
+  pl_pass_report_printf (report, "predicted total %.4f ms (convs %.4f + transforms %.4f + pointwise %.4f + pools %.4f)",
+                         plan->total, plan->convs, plan->transforms, plan->pointwise, plan->pools);
   if (best >= 0)
     pl_pass_report_printf (report, "best single layout: %s %.4f ms (%s, each with the search placing transforms): "
                            "plan/best = %.3f, speedup %.3fx", pl_layout_name (best), single_t[best].total, all->str,
@@ -996,6 +1065,15 @@ convs_count (const Model *M)
   return n;
 }
 
+static int
+pools_count (const Model *M)
+{
+  int n = 0;
+  for (guint i = 0; i < M->pnodes->len; i++)
+    n += g_array_index (M->pnodes, PNode, i).pool;
+  return n;
+}
+
 static void
 report_costs_header (PlPassReport *report, PlCalibration *cal, const Params *p)
 {
@@ -1044,14 +1122,14 @@ plans_clear (Plans *P)
 static void
 report_search (PlPassReport *report, const Model *M, const PlLsSolution *plan, const Params *p)
 {
-  int convs = convs_count (M), pointwise = 0;
+  int convs = convs_count (M), pools = pools_count (M), pointwise = 0;
   for (guint i = 0; i < M->pnodes->len; i++)
     pointwise += g_array_index (M->pnodes, PNode, i).pointwise;
   pl_pass_report_printf (report, "search: %s, %" G_GINT64_FORMAT " states, %s; %u problem nodes (%d conv%s, %d "
-                         "pointwise op%s, the rest fixed NCHW), %u edges%s%s", pl_ls_method_name (plan->method),
+                         "pointwise op%s, %d pool%s, the rest fixed NCHW), %u edges%s%s", pl_ls_method_name (plan->method),
                          plan->states, plan->exact ? "optimal" : "visit budget ran out: best found", M->pnodes->len,
-                         convs, convs == 1 ? "" : "s", pointwise, pointwise == 1 ? "" : "s", M->edges->len,
-                         p->force >= 0 ? "; forced " : "", p->force >= 0 ? pl_layout_name (p->force) : "");
+                         convs, convs == 1 ? "" : "s", pointwise, pointwise == 1 ? "" : "s", pools, pools == 1 ? "" : "s",
+                         M->edges->len, p->force >= 0 ? "; forced " : "", p->force >= 0 ? pl_layout_name (p->force) : "");
 }
 
 /* Applies the plan and reports the transforms it left in the graph. */
@@ -1059,10 +1137,12 @@ static bool
 apply_and_report (PlGraph *g, const Model *M, const Plans *P, PlCalibration *cal, const Params *p,
                   PlPassReport *report, GError **error)
 {
-  int sources[3] = { 0 }, tsources[3] = { 0 }, n_transforms = 0;
+  int sources[3] = { 0 }, tsources[3] = { 0 }, psources[3] = { 0 }, n_transforms = 0;
   bool changed = false;
-  report_convs (report, M, P->plan, p, sources);
+  report_table (report, M, P->plan, p, false, sources);
   report_totals (report, &P->totals, P->single_totals, p);
+  if (pools_count (M))
+    report_table (report, M, P->plan, p, true, psources);
   if (!apply_plan (g, M, P->plan, cal, &changed, error))
     return false;
   report->changed = changed;
@@ -1073,11 +1153,13 @@ apply_and_report (PlGraph *g, const Model *M, const Plans *P, PlCalibration *cal
   if (lines->text->len)
     pl_pass_report_printf (report, "%s", g_strchomp (lines->text->str));
   pl_pass_report_printf (report, "cost sources: convs %d measured, %d analytic, %d table; transforms %d measured, "
-                         "%d analytic, %d table", sources[PL_COST_MEASURED], sources[PL_COST_ANALYTIC],
-                         sources[PL_COST_TABLE], tsources[PL_COST_MEASURED], tsources[PL_COST_ANALYTIC],
-                         tsources[PL_COST_TABLE]);
+                         "%d analytic, %d table; pools %d measured, %d analytic, %d table", sources[PL_COST_MEASURED],
+                         sources[PL_COST_ANALYTIC], sources[PL_COST_TABLE], tsources[PL_COST_MEASURED],
+                         tsources[PL_COST_ANALYTIC], tsources[PL_COST_TABLE], psources[PL_COST_MEASURED],
+                         psources[PL_COST_ANALYTIC], psources[PL_COST_TABLE]);
   pl_pass_report_printf (report, "%s", changed ? "graph updated" : "the graph already follows this plan: nothing changed");
   pl_pass_report_count (report, "convs", convs_count (M));
+  pl_pass_report_count (report, "pools", pools_count (M));
   pl_pass_report_count (report, "transforms", n_transforms);
   pl_pass_report_count (report, "predicted us", llround (P->totals.total * 1e3));
   pl_pass_report_count (report, "states", P->plan->states);
@@ -1137,7 +1219,7 @@ pl_pass_layout_new (void)
       "measured: calibrate on `backend` what the cache lacks (analytic where that fails); analytic: bytes and "
       "FLOPs against this machine's ceilings" },
     { "backend", PL_PARAM_STRING, "cpu", "the backend the plan is for: cpu or cuda" },
-    { "layouts", PL_PARAM_STRING, "NCHW,NHWC,CHWN", "layouts a conv (and the pointwise ops around it) may take" },
+    { "layouts", PL_PARAM_STRING, "NCHW,NHWC,CHWN", "layouts a conv (and the pointwise ops and pools around it) may take" },
     { "impls", PL_PARAM_STRING, "gemm,direct", "conv implementations: gemm (im2col + BLAS), direct (generated, "
       "tiled by the pebble rule; where supported)" },
     { "force", PL_PARAM_STRING, "", "a layout: every conv in it (the single-layout baseline); empty: search" },

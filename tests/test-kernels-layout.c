@@ -9,6 +9,11 @@
  *    LayoutTransform -> y, unfused (gemm) and with the conv's epilogue
  *    fused; X and Y in different layouts;
  *  - the ResNet block with its activations in each layout, unfused and fused;
+ *  - pooling (MaxPool, AveragePool, the global pools) generated in each
+ *    layout: strides 1 and 2, pads 0 and 1, ceil_mode, count_include_pad,
+ *    kernels 2 and 3, dilation, auto_pad SAME, odd sizes (7x7, 1x1), batches
+ *    1 and 3, f64; 1-d and 3-d in NCHW; MaxPool with its Indices used
+ *    stays a fallback;
  *  - what is not layout-aware still runs right: views (Flatten, Reshape)
  *    become copies, GEMM operands are transposed first, fallbacks see
  *    logical tensors, swap copies between layouts reorder (cpu) or are
@@ -23,6 +28,7 @@
 #include "text-format.h"
 #include "test-util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static char *cache_dir;
@@ -378,6 +384,187 @@ test_resnet_block (void)
     }
 }
 
+/* --- pooling ------------------------------------------------------------------------ */
+
+typedef struct {
+  const char *op;       /* MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool */
+  const char *attrs;    /* the node's attributes, without braces */
+  const char *x;        /* X's shape and dtype */
+  const char *note;     /* the kernel's note without its layout */
+} PoolCase;
+
+static const PoolCase pool_cases[] = {
+  { "MaxPool", "kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]", "f32[1, 8, 14, 14]", "maxpool 3x3/2" },
+  { "MaxPool", "kernel_shape=[3, 3], pads=[1, 1, 1, 1]", "f32[3, 5, 7, 7]", "maxpool 3x3" },
+  { "MaxPool", "kernel_shape=[2, 2], strides=[2, 2]", "f32[3, 6, 7, 7]", "maxpool 2x2/2" },
+  { "MaxPool", "kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1", "f32[2, 4, 6, 8]", "maxpool 3x3/2" },
+  { "MaxPool", "kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]", "f32[2, 3, 1, 1]", "maxpool 3x3/2" },
+  { "MaxPool", "kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 0, 1], dilations=[2, 1]", "f32[2, 4, 9, 7]",
+    "maxpool 3x2/2x1 dilated" },
+  { "MaxPool", "kernel_shape=[3, 3], strides=[2, 2], auto_pad=\"SAME_UPPER\"", "f32[1, 4, 8, 9]", "maxpool 3x3/2" },
+  { "MaxPool", "kernel_shape=[2, 2], strides=[1, 1]", "f64[2, 3, 5, 5]", "maxpool 2x2" },
+  { "AveragePool", "kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]", "f32[2, 6, 7, 7]", "avgpool 3x3/2" },
+  { "AveragePool", "kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1", "f32[3, 4, 7, 7]",
+    "avgpool 3x3/2 pad-counted" },
+  /* ceil_mode past the end pad: the last window has cells that count neither way */
+  { "AveragePool", "kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1",
+    "f32[1, 3, 6, 6]", "avgpool 3x3/2 pad-counted" },
+  { "AveragePool", "kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1", "f32[2, 3, 6, 6]",
+    "avgpool 3x3/2" },
+  { "AveragePool", "kernel_shape=[2, 2], strides=[2, 2]", "f32[1, 16, 8, 8]", "avgpool 2x2/2" },
+  { "AveragePool", "kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1", "f32[2, 3, 1, 1]",
+    "avgpool 3x3 pad-counted" },
+  { "AveragePool", "kernel_shape=[2, 3], auto_pad=\"SAME_LOWER\"", "f64[2, 3, 5, 6]", "avgpool 2x3" },
+  { "GlobalAveragePool", "", "f32[3, 8, 7, 7]", "global avgpool" },
+  { "GlobalAveragePool", "", "f32[2, 5, 1, 1]", "global avgpool" },
+  { "GlobalMaxPool", "", "f32[3, 8, 7, 7]", "global maxpool" },
+  { "GlobalMaxPool", "", "f64[1, 4, 3, 5]", "global maxpool" },
+};
+
+/* One branch per case, all in `layout`: x -> [to layout] -> pool -> [to NCHW] -> y. */
+static PlGraph *
+pool_graph (const PoolCase *const *cases, int n, PlLayout layout)
+{
+  GString *t = g_string_new ("graph pool opset 17 {\n");
+  const bool other = layout != PL_LAYOUT_NCHW;
+  for (int i = 0; i < n; i++)
+    {
+      const PoolCase *pc = cases[i];
+      g_string_append_printf (t, "  input x%d: %s\n", i, pc->x);
+      if (other)
+        g_string_append_printf (t, "  t%d = LayoutTransform(x%d) {to=\"%s\"}\n", i, i, pl_layout_name (layout));
+      g_string_append_printf (t, "  p%d = %s(%s%d)%s%s%s\n", i, pc->op, other ? "t" : "x", i, *pc->attrs ? " {" : "",
+                              pc->attrs, *pc->attrs ? "}" : "");
+      if (other)
+        g_string_append_printf (t, "  y%d = LayoutTransform(p%d) {to=\"NCHW\"}\n  output y%d\n", i, i, i);
+      else
+        g_string_append_printf (t, "  output p%d\n", i);
+    }
+  g_string_append (t, "}\n");
+  g_autofree char *text = g_string_free (t, FALSE);
+  PlGraph *g = parse (text);
+  for (int i = 0; i < n && other; i++)
+    {
+      g_autofree char *p = g_strdup_printf ("p%d", i);
+      set_layouts (g, layout, (const char *const[]) { p, NULL });
+    }
+  return g;
+}
+
+/* Every pool of the report ran generated, with its case's note in the layout. */
+static void
+assert_pools (const PlRunReport *r, const PoolCase *const *cases, int n, PlLayout layout)
+{
+  int pools = 0;
+  for (int k = 0; k < r->n_kernels; k++)
+    {
+      const PlKernelTiming *kt = &r->kernels[k];
+      if (!strstr (kt->ops, "Pool"))
+        continue;
+      int i = atoi (kt->name + 1);   /* the node is named after its output, p<i> */
+      g_assert_cmpint (i, <, n);
+      g_autofree char *note = g_strdup_printf ("%s %s", cases[i]->note, pl_layout_name (layout));
+      g_assert_false (kt->fallback);
+      g_assert_cmpstr (kt->kind, ==, "op");
+      g_assert_cmpstr (kt->note, ==, note);
+      g_assert_cmpint (kt->flops, >, 0);
+      pools++;
+    }
+  g_assert_cmpint (pools, ==, n);
+}
+
+static void
+test_pool (void)
+{
+  const int n = (int) G_N_ELEMENTS (pool_cases);
+  const PoolCase *cases[G_N_ELEMENTS (pool_cases)];
+  for (int i = 0; i < n; i++)
+    cases[i] = &pool_cases[i];
+  for (gsize l = 0; l < G_N_ELEMENTS (layouts); l++)
+    {
+      g_autoptr (PlGraph) g = pool_graph (cases, n, layouts[l]);
+      g_autoptr (PlRunReport) r = check_graph (g, 1e-5, 1e-6);
+      assert_pools (r, cases, n, layouts[l]);
+      g_assert_cmpint (count_ops (r, "LayoutTransform"), ==, layouts[l] == PL_LAYOUT_NCHW ? 0 : 2 * n);
+      if (have_nvrtc)
+        {
+          /* (check_graph compiled it) every pool is a generated CUDA kernel, not a fallback */
+          g_autoptr (GError) error = NULL;
+          g_autofree char *source = NULL;
+          g_assert_true (pl_cuda_compile_check (g, "compute_90", &source, NULL, &error));
+          int kernels = 0;
+          for (const char *s = source; (s = strstr (s, "a thread per output (pool.c)")); s++)
+            kernels++;
+          g_assert_cmpint (kernels, ==, n);
+        }
+    }
+}
+
+/* 1-d and 3-d pools (NCHW, the only layout of ranks other than 4). */
+static void
+test_pool_ranks (void)
+{
+  static const PoolCase ranks[] = {
+    { "MaxPool", "kernel_shape=[3], strides=[2], pads=[1, 1]", "f32[2, 3, 9]", "maxpool 3/2" },
+    { "AveragePool", "kernel_shape=[2], strides=[1], pads=[0, 1], count_include_pad=1", "f32[2, 3, 5]",
+      "avgpool 2 pad-counted" },
+    { "MaxPool", "kernel_shape=[2, 3, 3], strides=[1, 2, 2], pads=[0, 1, 1, 1, 1, 1]", "f32[1, 4, 3, 7, 7]",
+      "maxpool 2x3x3/1x2x2" },
+    { "AveragePool", "kernel_shape=[2, 2, 2], strides=[2, 2, 2], ceil_mode=1", "f32[2, 2, 5, 5, 5]",
+      "avgpool 2x2x2/2" },
+    { "GlobalAveragePool", "", "f32[2, 3, 4, 5, 6]", "global avgpool" },
+    { "GlobalMaxPool", "", "f32[2, 3, 11]", "global maxpool" },
+  };
+  const int n = (int) G_N_ELEMENTS (ranks);
+  const PoolCase *cases[G_N_ELEMENTS (ranks)];
+  for (int i = 0; i < n; i++)
+    cases[i] = &ranks[i];
+  g_autoptr (PlGraph) g = pool_graph (cases, n, PL_LAYOUT_NCHW);
+  g_autoptr (PlRunReport) r = check_graph (g, 1e-5, 1e-6);
+  assert_pools (r, cases, n, PL_LAYOUT_NCHW);
+}
+
+/* The plan of a pool, and what stays a fallback: MaxPool whose Indices are
+ * read, X and Y in different layouts, integers. */
+static void
+test_pool_plan (void)
+{
+  g_autoptr (PlGraph) g = parse (
+    "graph pp opset 17 {\n  input x: f32[1, 8, 112, 112]\n  input q: u8[1, 2, 4, 4]\n"
+    "  t = LayoutTransform(x) {to=\"NHWC\"}\n"
+    "  p = MaxPool(t) {kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]}\n"
+    "  m, idx = MaxPool(x) {kernel_shape=[2, 2], strides=[2, 2]}\n"
+    "  z = MaxPool(t) {kernel_shape=[2, 2], strides=[2, 2]}\n"
+    "  u = MaxPool(q) {kernel_shape=[2, 2]}\n"
+    "  y = LayoutTransform(p) {to=\"NCHW\"}\n  output y\n  output m\n  output idx\n  output z\n  output u\n}\n");
+  set_layouts (g, PL_LAYOUT_NHWC, (const char *const[]) { "p", NULL });
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", pl_graph_find_value (g, "p")->producer, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (p->kind, ==, PL_PLAN_POOL);
+  g_assert_cmpstr (p->note, ==, "maxpool 3x3/2 NHWC");
+  g_assert_cmpint (p->pool.layout, ==, PL_LAYOUT_NHWC);
+  g_assert_cmpint (p->pool.pads[0], ==, 1);
+  g_assert_cmpint (p->pool.out[0], ==, 56);
+  g_assert_cmpint (p->flops, ==, 8 * 56 * 56 * 9);
+  g_assert_cmpuint (p->inputs->len, ==, 1);
+  g_assert_cmpuint (p->outputs->len, ==, 1);
+  const char *fallbacks[][2] = { { "m", "Indices" }, { "z", "X in NHWC and Y in NCHW" }, { "u", "u8" } };
+  for (gsize i = 0; i < G_N_ELEMENTS (fallbacks); i++)
+    {
+      g_autoptr (PlKernelPlan) f = pl_kernel_plan_for_node ("k", pl_graph_find_value (g, fallbacks[i][0])->producer,
+                                                            &error);
+      g_assert_no_error (error);
+      g_assert_cmpint (f->kind, ==, PL_PLAN_FALLBACK);
+      if (!strstr (f->note, fallbacks[i][1]))
+        g_error ("%s: '%s' does not say '%s'", fallbacks[i][0], f->note, fallbacks[i][1]);
+    }
+  g_autoptr (PlRunReport) r = check_graph (g, 0, 0);
+  for (int k = 0; k < r->n_kernels; k++)
+    if (strstr (r->kernels[k].ops, "MaxPool"))
+      g_assert_true (r->kernels[k].fallback == (strcmp (r->kernels[k].name, "p") != 0));
+}
+
 /* --- what is not layout-aware -------------------------------------------------------- */
 
 /* Flatten and Reshape of an NHWC value cannot share its memory (the
@@ -441,7 +628,7 @@ test_gemm_operands (void)
     }
 }
 
-/* A fallback (MaxPool has no generated kernel) reads and writes NHWC
+/* A fallback (LpPool has no generated kernel) reads and writes NHWC
  * buffers through logical host tensors. */
 static void
 test_fallback (void)
@@ -450,12 +637,12 @@ test_fallback (void)
     {
       g_autofree char *text = g_strdup_printf (
         "graph p opset 17 {\n  input x: f32[2, 4, 6, 6]\n  t = LayoutTransform(x) {to=\"%s\"}\n  r = Relu(t)\n"
-        "  p = MaxPool(r) {kernel_shape=[2, 2], strides=[2, 2]}\n  e = Exp(p)\n  y = LayoutTransform(e) {to=\"NCHW\"}\n"
+        "  p = LpPool(r) {kernel_shape=[2, 2], strides=[2, 2]}\n  e = Exp(p)\n  y = LayoutTransform(e) {to=\"NCHW\"}\n"
         "  output y\n}\n", pl_layout_name (layouts[l]));
       g_autoptr (PlGraph) g = parse (text);
       set_layouts (g, layouts[l], (const char *const[]) { "r", "p", "e", NULL });
       g_autoptr (PlRunReport) r = check_graph (g, 1e-5, 1e-6);
-      const PlKernelTiming *pool = kernel_with_op (r, "MaxPool");
+      const PlKernelTiming *pool = kernel_with_op (r, "LpPool");
       g_assert_nonnull (pool);
       g_assert_true (pool->fallback);
     }
@@ -546,6 +733,9 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsLayout/conv-mixed", test_conv_mixed);
   g_test_add_func ("/Passlab/KernelsLayout/conv-weights-input", test_conv_weights_input);
   g_test_add_func ("/Passlab/KernelsLayout/resnet-block", test_resnet_block);
+  g_test_add_func ("/Passlab/KernelsLayout/pool", test_pool);
+  g_test_add_func ("/Passlab/KernelsLayout/pool-ranks", test_pool_ranks);
+  g_test_add_func ("/Passlab/KernelsLayout/pool-plan", test_pool_plan);
   g_test_add_func ("/Passlab/KernelsLayout/views", test_views);
   g_test_add_func ("/Passlab/KernelsLayout/gemm-operands", test_gemm_operands);
   g_test_add_func ("/Passlab/KernelsLayout/fallback", test_fallback);

@@ -2,7 +2,9 @@
  * (keys, cost table, cache file, a measured run on a tiny conv), the plan on
  * resnet_block with analytic costs and with a cost table that forces a known
  * optimum, a mixed-layout optimum on two convs of different shapes (one
- * direct), force=NHWC, idempotence, fused graphs, bad parameters; each
+ * direct), force=NHWC, idempotence, fused graphs, bad parameters, a
+ * MaxPool between two convs (it follows their layout, or stays NCHW where
+ * the table says it cannot run otherwise; measured pool costs); each
  * result verifies, passes the numerical check, keeps the graph outputs NCHW
  * and computes the same outputs on the CPU backend as the reference. */
 #include "calibrate.h"
@@ -472,6 +474,139 @@ test_mixed_optimum (void)
   assert_cpu_matches_reference (g, r);
 }
 
+/* --- a pool between two convs ------------------------------------------------------------- */
+
+static const char *pool_graph =
+  "graph cpc opset 17 {\n"
+  "  input x: f32[1, 8, 16, 16]\n"
+  "  const w1: f32[16, 8, 3, 3] = random(seed=1, lo=-0.3, hi=0.3)\n"
+  "  const w2: f32[16, 16, 3, 3] = random(seed=2, lo=-0.3, hi=0.3)\n"
+  "  c1 = Conv(x, w1) {kernel_shape=[3, 3], pads=[1, 1, 1, 1]}\n"
+  "  r1 = Relu(c1)\n"
+  "  p = MaxPool(r1) {kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]}\n"
+  "  c2 = Conv(p, w2) {kernel_shape=[3, 3], pads=[1, 1, 1, 1]}\n"
+  "  out = Relu(c2)\n"
+  "  output out\n"
+  "}\n";
+
+#define PC1 "conv 1x8x16x16 k16x3x3 s1,1 p1,1,1,1 d1,1 g1 f32 "
+#define PC2 "conv 1x16x8x8 k16x3x3 s1,1 p1,1,1,1 d1,1 g1 f32 "
+#define PP "pool max 1x16x16x16 k3x3 s2,2 p1,1,1,1 d1,1 o8x8 f32 "
+#define PT(shape) \
+  "transform " shape " f32 NCHW>NHWC\t0.25\n" "transform " shape " f32 NHWC>NCHW\t0.25\n" \
+  "transform " shape " f32 NCHW>CHWN\t0.25\n" "transform " shape " f32 CHWN>NCHW\t0.25\n" \
+  "transform " shape " f32 NHWC>CHWN\t0.25\n" "transform " shape " f32 CHWN>NHWC\t0.25\n"
+
+/* Both convs cheapest in NHWC; every transform 0.25 ms. */
+static const char *pool_table =
+  CEILINGS
+  PC1 "NCHW gemm\t5\n" PC1 "NHWC gemm\t1\n" PC1 "CHWN gemm\t6\n"
+  PC2 "NCHW gemm\t5\n" PC2 "NHWC gemm\t1\n" PC2 "CHWN gemm\t6\n"
+  PT ("1x8x16x16") PT ("1x16x16x16") PT ("1x16x8x8");
+
+/* The layout pass on pool_graph with pool_table plus `pool_costs`. */
+static PlHistory *
+plan_pool_graph (const PlGraph *g, const char *name, const char *pool_costs)
+{
+  g_autofree char *text = g_strconcat (pool_table, pool_costs, NULL);
+  g_autofree char *table = write_table (name, text);
+  g_autofree char *tp = g_strdup_printf ("layout.table=%s", table);
+  const char *params[] = { tp, "layout.impls=gemm", "layout.cost=analytic", NULL };
+  return pl_test_run_checked (g, "layout", params, 1e-5, 1);
+}
+
+/* conv -> MaxPool -> conv: the pool takes the convs' NHWC and no transform
+ * sits around it, whether its cost is analytic (the same in every layout)
+ * or a table's that makes NHWC dearer than NCHW by less than the two
+ * transforms NCHW would need; where the table says the pool cannot run in
+ * NHWC or CHWN it stays NCHW between two transforms. */
+static void
+test_pool_between_convs (void)
+{
+  g_autoptr (PlGraph) g = parse (pool_graph);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (pl_graph_infer_shapes (g, &error));
+  g_autofree char *key = pl_calibration_pool_key (pl_graph_find_node (g, "p"), PL_LAYOUT_NHWC);
+  g_assert_cmpstr (key, ==, PP "NHWC");
+  const char *follows[] = { "", PP "NCHW\t0.1\n" PP "NHWC\t0.2\n" PP "CHWN\t0.3\n" };
+  for (guint i = 0; i < G_N_ELEMENTS (follows); i++)
+    {
+      g_autoptr (PlHistory) h = plan_pool_graph (g, "pool.table", follows[i]);
+      PlStep *s = last_step (h);
+      g_test_message ("%s", s->report);
+      const PlGraph *r = s->graph;
+      g_assert_cmpint (layout_of (r, "c1"), ==, PL_LAYOUT_NHWC);
+      g_assert_cmpint (layout_of (r, "p"), ==, PL_LAYOUT_NHWC);
+      g_assert_cmpint (layout_of (r, "c2"), ==, PL_LAYOUT_NHWC);
+      /* the pool reads r1 itself and c2 reads the pool's output itself */
+      g_assert_true (pl_graph_find_node (r, "p")->inputs[0] == pl_graph_find_value (r, "r1"));
+      g_assert_true (pl_graph_find_node (r, "c2")->inputs[0] == pl_graph_find_value (r, "p"));
+      g_autofree char *ts = transforms_text (r);
+      g_assert_cmpstr (ts, ==, "NCHW>NHWC,NHWC>NCHW");
+      g_assert_nonnull (strstr (s->report, "1 pool, the rest fixed NCHW"));
+      g_assert_nonnull (strstr (s->report, i == 0 ? "pools 0 measured, 1 analytic, 0 table"
+                                                  : "pools 0 measured, 0 analytic, 1 table"));
+      g_assert_nonnull (strstr (s->report, "1x16x16x16 max k3x3 s2 p1"));
+      g_assert_cmpint (pl_pass_report_get (s->counters, "pools"), ==, 1);
+      assert_outputs_nchw (g, r);
+      assert_cpu_matches_reference (g, r);
+    }
+  g_autoptr (PlHistory) h = plan_pool_graph (g, "pool-nchw.table", PP "NCHW\t0.1\n" PP "NHWC\tinf\n" PP "CHWN\tinf\n");
+  PlStep *s = last_step (h);
+  g_test_message ("%s", s->report);
+  const PlGraph *r = s->graph;
+  g_assert_cmpint (layout_of (r, "c1"), ==, PL_LAYOUT_NHWC);
+  g_assert_cmpint (layout_of (r, "p"), ==, PL_LAYOUT_NCHW);
+  g_assert_cmpint (layout_of (r, "c2"), ==, PL_LAYOUT_NHWC);
+  g_autofree char *ts = transforms_text (r);
+  g_assert_cmpstr (ts, ==, "NCHW>NHWC,NCHW>NHWC,NHWC>NCHW,NHWC>NCHW");
+  assert_outputs_nchw (g, r);
+  assert_cpu_matches_reference (g, r);
+}
+
+/* Measured: the calibration times the pool in each layout (cached like a
+ * conv) and the plan runs on the CPU. */
+static void
+test_measured_pool (void)
+{
+  g_autoptr (PlGraph) g = parse (pool_graph);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (pl_graph_infer_shapes (g, &error));
+  g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+  g_assert_no_error (error);
+  pl_calibration_restrict (cal, (1u << PL_LAYOUT_COUNT) - 1, 1u << PL_CONV_IMPL_GEMM);
+  g_assert_true (pl_calibration_prepare (cal, g, &error));
+  g_assert_no_error (error);
+  PlNode *p = pl_graph_find_node (g, "p");
+  for (int l = 0; l < PL_LAYOUT_COUNT; l++)
+    {
+      PlCost cost = pl_calibration_pool (cal, p, l);
+      g_assert_cmpint (cost.source, ==, PL_COST_MEASURED);
+      g_assert_true (cost.ms > 0 && isfinite (cost.ms));
+    }
+  g_autofree char *path = g_build_filename (cache_dir, "calibration.txt", NULL);
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  g_assert_nonnull (strstr (text, "\tcpu\t" PP "NHWC\t"));
+  g_assert_nonnull (strstr (text, "\tcpu\ttransform 1x16x8x8 f32 NHWC>NCHW\t"));
+  /* a pool nobody generates (its Indices are read) has no key and costs nothing in NCHW only */
+  g_autoptr (PlGraph) gi = parse ("graph i opset 17 {\n  input x: f32[1, 2, 4, 4]\n"
+                                  "  m, idx = MaxPool(x) {kernel_shape=[2, 2]}\n  output m\n  output idx\n}\n");
+  g_assert_true (pl_graph_infer_shapes (gi, &error));
+  PlNode *m = pl_graph_find_node (gi, "m");
+  g_assert_null (pl_calibration_pool_key (m, PL_LAYOUT_NCHW));
+  g_assert_cmpfloat (pl_calibration_pool (cal, m, PL_LAYOUT_NCHW).ms, ==, 0);
+  g_assert_true (isinf (pl_calibration_pool (cal, m, PL_LAYOUT_NHWC).ms));
+
+  const char *params[] = { "layout.impls=gemm", NULL };
+  g_autoptr (PlHistory) h = pl_test_run_checked (g, "layout", params, 1e-5, 1);
+  PlStep *s = last_step (h);
+  g_test_message ("%s", s->report);
+  g_assert_nonnull (strstr (s->report, "pools 1 measured"));
+  assert_outputs_nchw (g, s->graph);
+  assert_cpu_matches_reference (g, s->graph);
+}
+
 /* --- parameters ------------------------------------------------------------------------ */
 
 static void
@@ -536,6 +671,8 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/Layout/fused-graph", test_fused_graph);
   g_test_add_func ("/Passlab/Layout/mixed-optimum", test_mixed_optimum);
   g_test_add_func ("/Passlab/Layout/measured-tiny-conv", test_measured_tiny_conv);
+  g_test_add_func ("/Passlab/Layout/pool-between-convs", test_pool_between_convs);
+  g_test_add_func ("/Passlab/Layout/measured-pool", test_measured_pool);
   g_test_add_func ("/Passlab/Layout/bad-params", test_bad_params);
   int status = g_test_run ();
   remove_tree (cache_dir);
