@@ -48,9 +48,11 @@
 #include "conv-direct.h"
 #include "interp.h"
 #include "pool.h"
+#include "tune.h"
 
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +86,7 @@ struct _PlCalibration {
   int64_t     llc_bytes;
   int         n_measured;
   char       *last_error;
+  int         tune_trials; /* > 0: direct convs get a tile from the pruned tile search (cpu) */
 };
 
 /* --- keys ---------------------------------------------------------------------------- */
@@ -726,6 +729,33 @@ direct_supported (const PlConvDesc *c, PlLayout layout)
   return pl_conv_direct_supported (&d, &why);
 }
 
+/* A direct conv's entries: the pebble tile's "<key>" and a tuned tile's
+ * "<key> tile XxYxZ" (see tuned_targets). The fastest known; its tile in
+ * tile[] (0s: the pebble rule's). NULL when none. */
+static const Entry *
+best_direct (const PlCalibration *cal, const char *key, int64_t tile[3])
+{
+  const Entry *best = lookup (cal, key);
+  tile[0] = tile[1] = tile[2] = 0;
+  g_autofree char *prefix = g_strdup_printf ("%s tile ", key);
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init (&it, cal->entries);
+  while (g_hash_table_iter_next (&it, &k, &v))
+    {
+      int64_t t[3];
+      const Entry *e = lookup (cal, k);
+      if (e && g_str_has_prefix (k, prefix) && (!best || e->ms < best->ms) &&
+          sscanf ((char *) k + strlen (prefix), "%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, &t[0],
+                  &t[1], &t[2]) == 3)
+        {
+          best = e;
+          memcpy (tile, t, sizeof t);
+        }
+    }
+  return best;
+}
+
 PlCost
 pl_calibration_conv (PlCalibration *cal, const PlNode *conv, PlLayout layout, PlConvImpl impl)
 {
@@ -736,7 +766,8 @@ pl_calibration_conv (PlCalibration *cal, const PlNode *conv, PlLayout layout, Pl
       return (PlCost) { layout == PL_LAYOUT_NCHW && impl == PL_CONV_IMPL_GEMM ? 0 : INFINITY, PL_COST_ANALYTIC };
     }
   g_autofree char *key = conv_key (&c, layout, impl);
-  const Entry *e = lookup (cal, key);
+  int64_t tile[3];
+  const Entry *e = impl == PL_CONV_IMPL_DIRECT ? best_direct (cal, key, tile) : lookup (cal, key);
   if (e)
     return (PlCost) { e->ms, e->source };
   if (cal->measure && g_hash_table_contains (cal->unsupported, key))
@@ -786,6 +817,9 @@ pl_calibration_conv_tile (PlCalibration *cal, const PlNode *conv, PlLayout layou
   tile[0] = tile[1] = tile[2] = 0;
   if (cal->backend != PL_BACKEND_CPU || !conv_desc (conv, &c))
     return;   /* cuda: the kernel's own pebble tile for a block */
+  g_autofree char *key = conv_key (&c, layout, PL_CONV_IMPL_DIRECT);
+  if (best_direct (cal, key, tile) && tile[0] > 0)
+    return;   /* a tuned tile measured faster than the pebble rule's */
   c.x_layout = c.y_layout = layout;
   pl_conv_pebble_tile (&c, pl_cpu_fast_memory_bytes (), pl_cpu_parallel_units (), tile);
 }
@@ -826,6 +860,7 @@ typedef struct {
   PlConvImpl impl;
   int64_t  dims[4];        /* transform: the tensor; conv, pool: X */
   int64_t  out_dims[4];    /* conv, pool: Y */
+  int64_t  tile[3];        /* direct conv: a tuned tile (0s: the pebble rule's) */
   PlDType  dtype;
 } Target;
 
@@ -949,7 +984,9 @@ add_branch (const PlCalibration *cal, PlGraph *g, const Target *t, int index, GP
       int64_t tile[3] = { 0, 0, 0 };
       PlConvDesc d = *c;
       d.x_layout = d.y_layout = t->layout;
-      if (cal->backend == PL_BACKEND_CPU)   /* cuda: the kernel's own tile for a block */
+      if (t->tile[0] > 0)
+        memcpy (tile, t->tile, sizeof tile);
+      else if (cal->backend == PL_BACKEND_CPU)   /* cuda: the kernel's own tile for a block */
         pl_conv_pebble_tile (&d, pl_cpu_fast_memory_bytes (), pl_cpu_parallel_units (), tile);
       if (tile[0] > 0)
         pl_node_set_attr_ints (conv, "tile", tile, 3);
@@ -1023,6 +1060,47 @@ node_target (char *key, const PlNode *node, PlLayout layout)
   return t;
 }
 
+/* With tuning on (cpu): the pruned tile search (tune.h) for the direct conv
+ * of target t, unless the cache says it was searched ("tuned <key>", the
+ * trials). When it finds a tile other than the pebble rule's, that tile is
+ * measured in the batch like every other kernel, as "<key> tile XxYxZ", so
+ * the two compete on the same footing. */
+static void
+tuned_target (PlCalibration *cal, GPtrArray *targets, GHashTable *planned, const PlNode *conv, const Target *t)
+{
+  if (cal->tune_trials <= 0 || cal->backend != PL_BACKEND_CPU)
+    return;
+  g_autofree char *marker = g_strdup_printf ("tuned %s", t->key);
+  if (g_hash_table_contains (cal->entries, marker))
+    return;
+  g_autofree char *kernels = g_getenv ("PASSLAB_CACHE_DIR") ? g_build_filename (cal->dir, "kernels", NULL) : NULL;
+  PlTuneOptions o = { .max_trials = cal->tune_trials, .repeat = 3, .seed = 1, .pruned_only = true,
+                      .cache_dir = kernels };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlTuneResult) r = pl_tune_conv (conv, t->layout, &o, &error);
+  if (!r)
+    {
+      g_free (cal->last_error);
+      cal->last_error = g_strdup_printf ("tuning %s: %s", conv->name, error->message);
+      return;
+    }
+  set_measured (cal, marker, cal->tune_trials);
+  const int64_t *b = r->best_pruned_tile;
+  if (memcmp (b, r->pebble_tile, sizeof r->pebble_tile) == 0)
+    return;
+  Target *tt = g_memdup2 (t, sizeof *t);
+  tt->key = g_strdup_printf ("%s tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, t->key, b[0], b[1],
+                             b[2]);
+  memcpy (tt->tile, b, sizeof tt->tile);
+  add_target (cal, targets, planned, tt);
+}
+
+void
+pl_calibration_set_tuning (PlCalibration *cal, int trials)
+{
+  cal->tune_trials = MAX (trials, 0);
+}
+
 /* What the graph may need that this calibration has no entry for. */
 static GPtrArray *
 missing_targets (PlCalibration *cal, const PlGraph *g)
@@ -1064,6 +1142,8 @@ missing_targets (PlCalibration *cal, const PlGraph *g)
                 t->conv = true;
                 t->desc = c;
                 t->impl = m;
+                if (m == PL_CONV_IMPL_DIRECT)
+                  tuned_target (cal, targets, planned, node, t);
                 add_target (cal, targets, planned, t);
               }
         }

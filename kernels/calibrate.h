@@ -79,8 +79,15 @@ bool           pl_calibration_load_table (PlCalibration *cal, const char *path, 
 PlCost         pl_calibration_bytes   (PlCalibration *cal, int64_t bytes);
 /* The machine's ceilings (measured once, cached): memcpy GB/s (read + write), GEMM GFLOP/s. */
 void           pl_calibration_ceilings (PlCalibration *cal, double *gbps, double *gflops);
-/* The tile a direct conv is measured with (cpu: the pebble rule's; 0s: the kernel chooses). */
+/* The tile of a direct conv's cost (cpu: a tuned tile measured faster, else the
+ * pebble rule's; cuda: 0s, the kernel chooses). */
 void           pl_calibration_conv_tile (PlCalibration *cal, const PlNode *conv, PlLayout layout, int64_t tile[3]);
+/* trials > 0 (cpu): before measuring, prepare runs the pebble-pruned tile
+ * search (tune.h, that many trials) for each direct conv and layout not
+ * searched before, and measures the best tile it finds beside the pebble
+ * rule's; the conv's direct cost is then the faster of the two and
+ * pl_calibration_conv_tile its tile. 0 (the default): the pebble tile. */
+void           pl_calibration_set_tuning (PlCalibration *cal, int trials);
 /* Entries measured (not from the cache) by this calibration. */
 int            pl_calibration_n_measured (const PlCalibration *cal);
 /* The last measurement error (a batch that failed and was retried branch by branch), or NULL. */

@@ -511,6 +511,8 @@ pl_tune_conv (const PlNode *conv, PlLayout layout, const PlTuneOptions *opts, GE
   g_autoptr (GRand) rand = g_rand_new_with_seed (opts->seed);
   Search sf, sp;
   search_init (&sf, full, rand, NULL, opts->max_trials);
+  if (opts->pruned_only)
+    g_array_set_size (sf.order, 0);
   search_init (&sp, pruned, rand, r->pebble_tile, opts->max_trials);
   sf.give_up = sp.give_up = first_ms;
   for (guint i = 0; ok && (i < sf.order->len || i < sp.order->len); i++)

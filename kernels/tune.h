@@ -19,6 +19,7 @@ typedef struct {
   int      repeat;       /* timed runs per trial (the fastest counts); 0: 3 */
   guint32  seed;         /* order of the full search's random walk */
   int      rounds;       /* head-to-head rounds of the two best tiles; 0: 7 */
+  bool     pruned_only;  /* only the pruned search (no full search, no head to head) */
   const char *cache_dir; /* compiled kernels; NULL: the default */
 } PlTuneOptions;
 

@@ -38,7 +38,9 @@
  * 2. The search: chain DP, frontier DP or branch and bound (layout-search.c)
  *    for the plan; the same search with every conv held to one layout gives
  *    the single-layout baselines (and `force`).
- * 3. Apply: value layouts, Conv attributes impl/tile (only for direct),
+ * 3. Apply: value layouts, Conv attributes impl/tile (only for direct; the
+ *    tile the calibration measured: the pebble rule's, or with tune=N the
+ *    pruned tile search's best when it measured faster),
  *    one LayoutTransform per (value, target layout) shared by its consumers
  *    (existing ones reused, unused ones removed), graph outputs delivered in
  *    NCHW under their old names; new transforms are placed right before
@@ -75,6 +77,7 @@ typedef struct {
   int          force;         /* PlLayout, or -1 */
   const char  *table;
   int64_t      max_visits;
+  int          tune;          /* trials of the pruned tile search per direct conv and layout; 0: pebble tile */
 } Params;
 
 typedef enum { PN_SOURCE, PN_NODE, PN_HUB, PN_SINK } PnKind;
@@ -190,6 +193,13 @@ read_params (const PlPassArgs *args, Params *p, GError **error)
     }
   p->table = pl_pass_args_string (args, "table");
   p->max_visits = pl_pass_args_int (args, "max_visits");
+  int64_t tune = pl_pass_args_int (args, "tune");
+  if (tune < 0 || tune > 1000)
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_INVALID, "layout.tune: %" G_GINT64_FORMAT " is not in 0..1000", tune);
+      return false;
+    }
+  p->tune = (int) tune;
   return true;
 }
 
@@ -921,7 +931,8 @@ best_in_layout (const PNode *pn, PlLayout l)
 /* The table of the convs (pools: of the pools): shape, plan, predicted ms,
  * the best in each layout; counts[source] of the chosen costs. */
 static void
-report_table (PlPassReport *report, const Model *M, const PlLsSolution *s, const Params *p, bool pools, int counts[3])
+report_table (PlPassReport *report, const Model *M, const PlLsSolution *s, const Params *p, PlCalibration *cal,
+              bool pools, int counts[3])
 {
   GString *head = g_string_new (NULL);
   g_string_append_printf (head, "%-16s %-28s %-12s %9s", pools ? "pool" : "conv", "shape", "plan", "ms");
@@ -956,6 +967,10 @@ report_table (PlPassReport *report, const Model *M, const PlLsSolution *s, const
               g_string_append_printf (line, " %9s", "-");
           }
       g_string_append_printf (line, "  %s", pl_cost_source_name (pn->cost[c].source));
+      int64_t t[3];
+      if (!pools && pn->impl[c] == PL_CONV_IMPL_DIRECT && (pl_calibration_conv_tile (cal, pn->node, pn->layout[c], t), t[0] > 0))
+        g_string_append_printf (line, ", tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, t[0], t[1],
+                                t[2]);
       pl_pass_report_printf (report, "%s", line->str);
       g_string_free (line, TRUE);
     }
@@ -1139,10 +1154,10 @@ apply_and_report (PlGraph *g, const Model *M, const Plans *P, PlCalibration *cal
 {
   int sources[3] = { 0 }, tsources[3] = { 0 }, psources[3] = { 0 }, n_transforms = 0;
   bool changed = false;
-  report_table (report, M, P->plan, p, false, sources);
+  report_table (report, M, P->plan, p, cal, false, sources);
   report_totals (report, &P->totals, P->single_totals, p);
   if (pools_count (M))
-    report_table (report, M, P->plan, p, true, psources);
+    report_table (report, M, P->plan, p, cal, true, psources);
   if (!apply_plan (g, M, P->plan, cal, &changed, error))
     return false;
   report->changed = changed;
@@ -1188,6 +1203,8 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
   if (!cal)
     return false;
   pl_calibration_restrict (cal, p.layouts, p.impls);
+  if (p.measured_mode)
+    pl_calibration_set_tuning (cal, p.tune);
   if ((*p.table && !pl_calibration_load_table (cal, p.table, error)) || !pl_calibration_prepare (cal, g, error))
     return false;
 
@@ -1226,6 +1243,9 @@ pl_pass_layout_new (void)
     { "table", PL_PARAM_STRING, "", "a file of `key<TAB>ms` cost entries that override the calibration "
       "(keys as in the cache; for tests and what-ifs)" },
     { "max_visits", PL_PARAM_INT, "10000000", "branch and bound budget (search nodes) when the frontier DP does not apply" },
+    { "tune", PL_PARAM_INT, "0", "cost=measured on cpu: trials of the pebble-pruned tile search per direct conv "
+      "and layout before calibrating; a tile it finds is measured beside the pebble tile and the faster one is "
+      "used (cached per machine); 0: the pebble tile" },
   };
   return pl_pass_new ("layout",
                       "data-layout planning (MACO): one layout and implementation per convolution chosen "

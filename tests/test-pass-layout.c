@@ -8,6 +8,7 @@
  * result verifies, passes the numerical check, keeps the graph outputs NCHW
  * and computes the same outputs on the CPU backend as the reference. */
 #include "calibrate.h"
+#include "tune.h"
 #include "pass-manager.h"
 #include "runtime.h"
 #include "test-util.h"
@@ -279,6 +280,77 @@ test_measured_tiny_conv (void)
   g_assert_cmpint (layout_of (s->graph, "c"), ==, PL_LAYOUT_NHWC);
   g_assert_nonnull (strstr (s->report, "transforms 2 measured, 0 analytic"));
   assert_outputs_nchw (g, s->graph);
+  assert_cpu_matches_reference (g, s->graph);
+}
+
+/* Tuned tiles (layout.tune): the pruned tile search runs once per direct
+ * conv and layout (a "tuned" marker in the cache), a tile it finds is
+ * measured in the batch beside the pebble tile, the direct cost is the
+ * faster of the two and the pass writes that tile on the conv. */
+static void
+test_tuned_tiles (void)
+{
+  g_autoptr (PlGraph) g = parse ("graph tuned opset 17 {\n"
+                                 "  input x: f32[1, 16, 28, 28]\n"
+                                 "  const w: f32[32, 16, 3, 3] = random(seed=5, lo=-0.2, hi=0.2)\n"
+                                 "  c = Conv(x, w) {kernel_shape=[3, 3], pads=[1, 1, 1, 1]}\n"
+                                 "  out = Relu(c)\n  output out\n}\n");
+  g_autoptr (GError) error = NULL;
+  g_assert_true (pl_graph_infer_shapes (g, &error));
+  PlNode *c = pl_graph_find_node (g, "c");
+  g_autofree char *key = pl_calibration_conv_key (c, PL_LAYOUT_NHWC, PL_CONV_IMPL_DIRECT);
+  int64_t tile[3];
+  {
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    g_assert_no_error (error);
+    pl_calibration_restrict (cal, 1u << PL_LAYOUT_NHWC, 1u << PL_CONV_IMPL_DIRECT);
+    pl_calibration_set_tuning (cal, 4);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    g_assert_no_error (error);
+    PlCost cost = pl_calibration_conv (cal, c, PL_LAYOUT_NHWC, PL_CONV_IMPL_DIRECT);
+    g_assert_cmpint (cost.source, ==, PL_COST_MEASURED);
+    pl_calibration_conv_tile (cal, c, PL_LAYOUT_NHWC, tile);
+    g_assert_cmpint (tile[0], >, 0);
+  }
+  g_autofree char *path = g_build_filename (cache_dir, "calibration.txt", NULL);
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  g_autofree char *marker = g_strdup_printf ("\tcpu\ttuned %s\t4\n", key);
+  g_assert_nonnull (strstr (text, marker));
+  g_autofree char *pebble_line = g_strdup_printf ("\tcpu\t%s\t", key);
+  g_assert_nonnull (strstr (text, pebble_line));
+  /* the tile used is the pebble rule's or a measured tuned one */
+  g_autofree char *tuned_line = g_strdup_printf ("\tcpu\t%s tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
+                                                 "x%" G_GINT64_FORMAT "\t", key, tile[0], tile[1], tile[2]);
+  int64_t pebble[3];
+  g_autoptr (GArray) full = NULL, pruned = NULL;
+  g_assert_true (pl_tune_spaces (c, PL_LAYOUT_NHWC, &full, &pruned, pebble, &error));
+  g_assert_true (memcmp (tile, pebble, sizeof tile) == 0 || strstr (text, tuned_line));
+  {
+    /* searched once: a second calibration measures nothing */
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    pl_calibration_restrict (cal, 1u << PL_LAYOUT_NHWC, 1u << PL_CONV_IMPL_DIRECT);
+    pl_calibration_set_tuning (cal, 4);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    g_assert_cmpint (pl_calibration_n_measured (cal), ==, 0);
+    int64_t again[3];
+    pl_calibration_conv_tile (cal, c, PL_LAYOUT_NHWC, again);
+    g_assert_cmpmem (again, sizeof again, tile, sizeof tile);
+  }
+  /* the pass writes the tile on the conv and the plan runs right */
+  const char *params[] = { "layout.tune=4", "layout.force=NHWC", "layout.impls=direct", NULL };
+  g_autoptr (PlHistory) h = pl_test_run_checked (g, "layout", params, 1e-5, 1);
+  PlStep *s = last_step (h);
+  g_test_message ("%s", s->report);
+  PlNode *pc = pl_graph_find_node (s->graph, "c");
+  const int64_t *t;
+  int n;
+  g_assert_true (pl_node_attr_ints (pc, "tile", &t, &n));
+  g_assert_cmpint (n, ==, 3);
+  g_assert_cmpmem (t, sizeof tile, tile, sizeof tile);
+  g_autofree char *in_report = g_strdup_printf ("tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT,
+                                                tile[0], tile[1], tile[2]);
+  g_assert_nonnull (strstr (s->report, in_report));
   assert_cpu_matches_reference (g, s->graph);
 }
 
@@ -620,6 +692,7 @@ test_bad_params (void)
     { "layout.impls=winograd", "not gemm or direct" },
     { "layout.force=nhwc", "layout.force" },
     { "layout.table=/nonexistent/table", "cost table" },
+    { "layout.tune=-1", "layout.tune: -1 is not in 0..1000" },
   };
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
     {
@@ -671,6 +744,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/Layout/fused-graph", test_fused_graph);
   g_test_add_func ("/Passlab/Layout/mixed-optimum", test_mixed_optimum);
   g_test_add_func ("/Passlab/Layout/measured-tiny-conv", test_measured_tiny_conv);
+  g_test_add_func ("/Passlab/Layout/tuned-tiles", test_tuned_tiles);
   g_test_add_func ("/Passlab/Layout/pool-between-convs", test_pool_between_convs);
   g_test_add_func ("/Passlab/Layout/measured-pool", test_measured_pool);
   g_test_add_func ("/Passlab/Layout/bad-params", test_bad_params);
