@@ -1,0 +1,581 @@
+/* calibrate-measure.c — measuring for the calibration (see calibrate.h and
+ * the top of calibrate.c): the machine's ceilings (memcpy and sgemm on the
+ * cpu, the same through the runtime on cuda), the one calibration graph of
+ * everything the cache lacks (a branch per conv, pool and transform), and
+ * the tuned tiles of direct convolutions (layout.tune). */
+#define G_LOG_DOMAIN "passlab"
+#include "calibrate-private.h"
+
+#include "backend.h"
+#include "conv-direct.h"
+#include "interp.h"
+#include "tune.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#define REPEATS 5
+
+/* --- ceilings ------------------------------------------------------------------------ */
+
+static double
+now_ms (void)
+{
+  return g_get_monotonic_time () / 1000.0;
+}
+
+/* The best of a few 256 MiB memcpys and 1024^3 sgemms on this cpu. */
+static void
+measure_cpu_ceilings (double *copy_ms, double *gemm_ms)
+{
+  char *a = g_malloc (CEILING_COPY_BYTES), *b = g_malloc (CEILING_COPY_BYTES);
+  memset (a, 1, CEILING_COPY_BYTES);
+  memset (b, 2, CEILING_COPY_BYTES);
+  *copy_ms = INFINITY;
+  for (int r = 0; r < 4; r++)
+    {
+      double t = now_ms ();
+      memcpy (b, a, CEILING_COPY_BYTES);
+      *copy_ms = MIN (*copy_ms, now_ms () - t);
+    }
+  g_free (a);
+  g_free (b);
+  int n = CEILING_GEMM_N;
+  float *x = g_new (float, (gsize) n * n), *y = g_new (float, (gsize) n * n), *z = g_new0 (float, (gsize) n * n);
+  for (int i = 0; i < n * n; i++)
+    x[i] = y[i] = (float) (i % 17) / 17.0f;
+  *gemm_ms = INFINITY;
+  for (int r = 0; r < 4; r++)
+    {
+      double t = now_ms ();
+      cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, x, n, y, n, 0.0f, z, n);
+      if (r > 0)   /* the first warms up BLAS's threads */
+        *gemm_ms = MIN (*gemm_ms, now_ms () - t);
+    }
+  g_free (x);
+  g_free (y);
+  g_free (z);
+}
+
+static PlNode *
+add_op (PlGraph *g, const char *op, int n, PlValue *const *in, GError **error)
+{
+  PlNode *node = pl_graph_add_node (g, op, NULL, NULL, n, in, 1, NULL, error);
+  if (node && !pl_node_infer (node, error))
+    return NULL;
+  return node;
+}
+
+static PlRunReport *run_graph (PlCalibration *cal, const PlGraph *g, GError **error);
+
+static const PlKernelTiming *
+timing_of (const PlRunReport *r, const PlNode *node)
+{
+  for (int k = 0; node && k < r->n_kernels; k++)
+    if (r->kernels[k].node_id == node->id)
+      return &r->kernels[k];
+  return NULL;
+}
+
+/* The same ceilings on the device: a copy-like Relu of 64 Mi floats and a
+ * 1024^3 MatMul through the runtime (cuBLAS). */
+static bool
+measure_runtime_ceilings (PlCalibration *cal, double *copy_ms, double *gemm_ms, GError **error)
+{
+  g_autoptr (PlGraph) g = pl_graph_new ("ceilings");
+  int64_t big = CEILING_COPY_BYTES / 4, n = CEILING_GEMM_N;
+  PlShape s1 = pl_shape_from_dims (1, (int64_t[]) { big }), s2 = pl_shape_from_dims (2, (int64_t[]) { n, n });
+  PlValue *x = pl_graph_add_input (g, "x", PL_DTYPE_F32, &s1, error);
+  PlValue *a = x ? pl_graph_add_input (g, "a", PL_DTYPE_F32, &s2, error) : NULL;
+  PlValue *b = a ? pl_graph_add_input (g, "b", PL_DTYPE_F32, &s2, error) : NULL;
+  PlNode *copy = b ? add_op (g, "Relu", 1, &x, error) : NULL;
+  PlNode *mm = copy ? add_op (g, "MatMul", 2, (PlValue *[]) { a, b }, error) : NULL;
+  if (!mm)
+    return false;
+  pl_graph_add_output (g, copy->outputs[0]);
+  pl_graph_add_output (g, mm->outputs[0]);
+  g_autoptr (PlRunReport) r = run_graph (cal, g, error);
+  if (!r)
+    return false;
+  const PlKernelTiming *tc = timing_of (r, copy), *tm = timing_of (r, mm);
+  if (!tc || !tm)
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "ceilings: no kernel timings");
+      return false;
+    }
+  *copy_ms = tc->median_ms;
+  *gemm_ms = tm->median_ms;
+  return true;
+}
+
+/* The ceilings from the cache, else measured now and cached. The cache keeps
+ * them whichever mode this calibration is in (they are facts of the machine). */
+static void
+ensure_ceilings (PlCalibration *cal)
+{
+  if (cal->have_ceilings)
+    return;
+  const Entry *c = g_hash_table_lookup (cal->entries, KEY_COPY), *m = g_hash_table_lookup (cal->entries, KEY_GEMM);
+  if (c && m && c->ms > 0 && m->ms > 0)
+    {
+      cal->copy_ms = c->ms;
+      cal->gemm_ms = m->ms;
+      cal->have_ceilings = true;
+      return;
+    }
+  double copy_ms = 0, gemm_ms = 0;
+  g_autoptr (GError) error = NULL;
+  cal->have_ceilings = true;
+  if (cal->backend == PL_BACKEND_CPU)
+    measure_cpu_ceilings (&copy_ms, &gemm_ms);
+  else if (!measure_runtime_ceilings (cal, &copy_ms, &gemm_ms, &error))
+    {
+      /* nothing measured: an H100's order of magnitude (2.5 TB/s, 50 TFLOP/s), not cached */
+      g_free (cal->last_error);
+      cal->last_error = g_strdup_printf ("ceilings: %s", error->message);
+      cal->copy_ms = 2.0 * CEILING_COPY_BYTES / 2.5e9;
+      cal->gemm_ms = 2.0 * CEILING_GEMM_N * CEILING_GEMM_N * (double) CEILING_GEMM_N / 5e10;
+      return;
+    }
+  pl_cal_set_measured (cal, KEY_COPY, copy_ms);
+  pl_cal_set_measured (cal, KEY_GEMM, gemm_ms);
+  cal->copy_ms = ((Entry *) g_hash_table_lookup (cal->entries, KEY_COPY))->ms;
+  cal->gemm_ms = ((Entry *) g_hash_table_lookup (cal->entries, KEY_GEMM))->ms;
+  g_autoptr (GError) save_error = NULL;
+  if (!pl_cal_save_cache (cal, &save_error))
+    g_debug ("calibration: %s", save_error->message);
+}
+
+/* Bytes (read + written) per ms, and FLOPs per ms. */
+double
+pl_cal_bandwidth (PlCalibration *cal)
+{
+  ensure_ceilings (cal);
+  return 2.0 * CEILING_COPY_BYTES / cal->copy_ms;
+}
+
+double
+pl_cal_gemm_rate (PlCalibration *cal)
+{
+  ensure_ceilings (cal);
+  return 2.0 * CEILING_GEMM_N * CEILING_GEMM_N * (double) CEILING_GEMM_N / cal->gemm_ms;
+}
+
+void
+pl_calibration_ceilings (PlCalibration *cal, double *gbps, double *gflops)
+{
+  if (gbps)
+    *gbps = pl_cal_bandwidth (cal) / 1e6;
+  if (gflops)
+    *gflops = pl_cal_gemm_rate (cal) / 1e6;
+}
+
+PlCost
+pl_calibration_bytes (PlCalibration *cal, int64_t bytes)
+{
+  return (PlCost) { (double) bytes / pl_cal_bandwidth (cal), PL_COST_ANALYTIC };
+}
+
+/* --- measuring ----------------------------------------------------------------------- */
+
+static PlRunReport *
+run_graph (PlCalibration *cal, const PlGraph *g, GError **error)
+{
+  PlCompileOptions o;
+  pl_compile_options_init (&o, cal->backend);
+  g_autofree char *kernels = g_getenv ("PASSLAB_CACHE_DIR") ? g_build_filename (cal->dir, "kernels", NULL) : NULL;
+  o.cache_dir = kernels;
+  PlExecutable *e = pl_executable_new (g, &o, error);
+  if (!e)
+    return NULL;
+  PlTensor **inputs = pl_random_inputs (g, 1, 1, error);
+  PlRunReport *report = NULL;
+  PlTensor **outs = inputs || g->inputs->len == 0 ? pl_executable_run (e, inputs, REPEATS, &report, error) : NULL;
+  if (outs)
+    pl_interp_free_outputs (outs, (int) g->outputs->len);
+  if (inputs)
+    pl_interp_free_outputs (inputs, (int) g->inputs->len);
+  pl_executable_free (e);
+  if (!outs)
+    g_clear_pointer (&report, pl_run_report_free);
+  return report;
+}
+
+/* What one branch of the calibration graph measures. */
+typedef struct {
+  char    *key;
+  bool     conv;           /* a conv */
+  bool     pool;           /* a pool (neither: a transform) */
+  PlConvDesc desc;         /* conv: the geometry */
+  PlPoolDesc pool_desc;    /* pool: the geometry */
+  PlLayout layout, from;   /* conv, pool: its layout; transform: from -> layout */
+  PlConvImpl impl;
+  int64_t  dims[4];        /* transform: the tensor; conv, pool: X */
+  int64_t  out_dims[4];    /* conv, pool: Y */
+  int64_t  tile[3];        /* direct conv: a tuned tile (0s: the pebble rule's) */
+  PlDType  dtype;
+} Target;
+
+static void
+target_free (gpointer p)
+{
+  Target *t = p;
+  g_free (t->key);
+  g_free (t);
+}
+
+static PlValue *
+transform (PlGraph *g, PlValue *x, PlLayout to, GError **error)
+{
+  PlNode *n = pl_graph_add_node (g, "LayoutTransform", NULL, NULL, 1, &x, 1, NULL, error);
+  if (!n)
+    return NULL;
+  pl_node_set_attr_string (n, "to", pl_layout_name (to));
+  return pl_node_infer (n, error) ? n->outputs[0] : NULL;
+}
+
+/* The transforms of a branch in a layout other than NCHW (xin: X brought
+ * into it, y: Y brought back) are measurements too. */
+static void
+add_branch_transforms (GPtrArray *nodes, GPtrArray *keys, PlValue *xin, PlValue *y, PlLayout layout)
+{
+  int64_t xd[4], yd[4];
+  if (layout == PL_LAYOUT_NCHW || !pl_cal_value_dims4 (xin, xd) || !pl_cal_value_dims4 (y, yd))
+    return;
+  g_ptr_array_add (nodes, xin->producer);
+  g_ptr_array_add (keys, pl_cal_transform_key_dims (xd, xin->dtype, PL_LAYOUT_NCHW, layout));
+  g_ptr_array_add (nodes, y->producer);
+  g_ptr_array_add (keys, pl_cal_transform_key_dims (yd, y->dtype, layout, PL_LAYOUT_NCHW));
+}
+
+/* The end of a conv's or pool's branch: node's output in t's layout, back
+ * to NCHW as a graph output; node and its transforms are what it times. */
+static bool
+finish_branch (PlGraph *g, PlNode *node, const Target *t, PlValue *xin, GPtrArray *nodes, GPtrArray *keys,
+               GError **error)
+{
+  if (!pl_node_infer (node, error))
+    return false;
+  node->outputs[0]->layout = t->layout;
+  PlValue *y = t->layout != PL_LAYOUT_NCHW ? transform (g, node->outputs[0], PL_LAYOUT_NCHW, error) : node->outputs[0];
+  if (!y)
+    return false;
+  pl_graph_add_output (g, y);
+  g_ptr_array_add (nodes, node);
+  g_ptr_array_add (keys, g_strdup (t->key));
+  add_branch_transforms (nodes, keys, xin, y, t->layout);
+  return true;
+}
+
+/* A pool's branch: x -> [to its layout] -> pool -> [to NCHW]. */
+static bool
+add_pool_branch (PlGraph *g, const Target *t, const char *xname, GPtrArray *nodes, GPtrArray *keys, GError **error)
+{
+  const PlPoolDesc *d = &t->pool_desc;
+  int64_t xd[4] = { d->batch, d->channels, d->in[0], d->in[1] };
+  PlShape xs = pl_shape_from_dims (4, xd);
+  PlValue *x = pl_graph_add_input (g, xname, d->dtype, &xs, error);
+  PlValue *xin = x && t->layout != PL_LAYOUT_NCHW ? transform (g, x, t->layout, error) : x;
+  PlNode *pool = xin ? pl_graph_add_node (g, pl_pool_op_type (d), NULL, NULL, 1, &xin, 1, NULL, error) : NULL;
+  if (!pool)
+    return false;
+  pl_pool_set_attrs (d, pool);
+  return finish_branch (g, pool, t, xin, nodes, keys, error);
+}
+
+/* Adds a branch measuring t; nodes and keys receive what it times (node, cache key). */
+static bool
+add_branch (const PlCalibration *cal, PlGraph *g, const Target *t, int index, GPtrArray *nodes, GPtrArray *keys, GError **error)
+{
+  g_autofree char *xname = g_strdup_printf ("x%d", index);
+  if (t->pool)
+    return add_pool_branch (g, t, xname, nodes, keys, error);
+  if (!t->conv)
+    {
+      PlShape s = pl_shape_from_dims (4, t->dims);
+      PlValue *x = pl_graph_add_input (g, xname, t->dtype, &s, error);
+      PlValue *a = x && t->from != PL_LAYOUT_NCHW ? transform (g, x, t->from, error) : x;
+      PlValue *b = a ? transform (g, a, t->layout, error) : NULL;
+      PlValue *c = b && t->layout != PL_LAYOUT_NCHW ? transform (g, b, PL_LAYOUT_NCHW, error) : b;
+      if (!c)
+        return false;
+      g_ptr_array_add (nodes, b->producer);
+      g_ptr_array_add (keys, g_strdup (t->key));
+      pl_graph_add_output (g, c);
+      return true;
+    }
+  const PlConvDesc *c = &t->desc;
+  int64_t xd[4] = { c->batch, c->c_in, c->in[0], c->in[1] };
+  int64_t wd[4] = { c->c_out, c->c_in / c->group, c->kernel[0], c->kernel[1] };
+  PlShape xs = pl_shape_from_dims (4, xd);
+  PlValue *x = pl_graph_add_input (g, xname, c->dtype, &xs, error);
+  if (!x)
+    return false;
+  PlTensor *w = pl_tensor_new (c->dtype, 4, wd, error);
+  if (!w)
+    return false;
+  g_autoptr (GRand) rand = g_rand_new_with_seed ((guint32) index + 1);
+  pl_tensor_fill_random (w, rand, -0.1, 0.1);
+  g_autofree char *wname = g_strdup_printf ("w%d", index);
+  PlValue *wv = pl_graph_add_constant (g, wname, w, error);
+  pl_tensor_unref (w);
+  PlValue *xin = wv && t->layout != PL_LAYOUT_NCHW ? transform (g, x, t->layout, error) : wv ? x : NULL;
+  if (!xin)
+    return false;
+  PlNode *conv = pl_graph_add_node (g, "Conv", NULL, NULL, 2, (PlValue *[]) { xin, wv }, 1, NULL, error);
+  if (!conv)
+    return false;
+  pl_node_set_attr_ints (conv, "kernel_shape", c->kernel, 2);
+  pl_node_set_attr_ints (conv, "strides", c->strides, 2);
+  pl_node_set_attr_ints (conv, "dilations", c->dilations, 2);
+  pl_node_set_attr_ints (conv, "pads", c->pads, 4);
+  pl_node_set_attr_int (conv, "group", c->group);
+  if (t->impl == PL_CONV_IMPL_DIRECT)
+    {
+      pl_node_set_attr_string (conv, "impl", "direct");
+      int64_t tile[3] = { 0, 0, 0 };
+      PlConvDesc d = *c;
+      d.x_layout = d.y_layout = t->layout;
+      if (t->tile[0] > 0)
+        memcpy (tile, t->tile, sizeof tile);
+      else if (cal->backend == PL_BACKEND_CPU)   /* cuda: the kernel's own tile for a block */
+        pl_conv_pebble_tile (&d, pl_cpu_fast_memory_bytes (), pl_cpu_parallel_units (), tile);
+      if (tile[0] > 0)
+        pl_node_set_attr_ints (conv, "tile", tile, 3);
+    }
+  return finish_branch (g, conv, t, xin, nodes, keys, error);
+}
+
+/* Builds a graph of the targets, runs it and records each target's time.
+ * False when the graph cannot be built or run. */
+static bool
+measure_targets (PlCalibration *cal, GPtrArray *targets, int first, int n, GError **error)
+{
+  g_autoptr (PlGraph) g = pl_graph_new ("calibration");
+  g_autoptr (GPtrArray) nodes = g_ptr_array_new ();
+  g_autoptr (GPtrArray) keys = g_ptr_array_new_with_free_func (g_free);
+  for (int i = first; i < first + n; i++)
+    if (!add_branch (cal, g, targets->pdata[i], i, nodes, keys, error))
+      return false;
+  g_autoptr (PlRunReport) r = run_graph (cal, g, error);
+  if (!r)
+    return false;
+  g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  for (guint i = 0; i < nodes->len; i++)
+    {
+      const char *key = keys->pdata[i];
+      const PlKernelTiming *k = timing_of (r, nodes->pdata[i]);
+      if (!k || !g_hash_table_add (seen, (gpointer) key))
+        continue;   /* measured once per batch: the first branch that has it */
+      if (k->fallback)
+        g_hash_table_replace (cal->unsupported, g_strdup (key),
+                              g_strdup_printf ("ran through the reference implementation%s%s",
+                                               k->note ? ": " : "", k->note ? k->note : ""));
+      else
+        {
+          pl_cal_set_measured (cal, key, k->median_ms);
+          cal->n_measured++;
+        }
+    }
+  return true;
+}
+
+/* Adds t unless the cache or a planned branch has it; planned owns its keys. */
+static void
+add_target (PlCalibration *cal, GPtrArray *targets, GHashTable *planned, Target *t)
+{
+  if (g_hash_table_contains (cal->entries, t->key) || g_hash_table_contains (planned, t->key))
+    {
+      target_free (t);
+      return;
+    }
+  g_hash_table_add (planned, g_strdup (t->key));
+  if ((t->conv || t->pool) && t->layout != PL_LAYOUT_NCHW)
+    {
+      /* its branch measures the transforms into and out of its layout too */
+      g_hash_table_add (planned, pl_cal_transform_key_dims (t->dims, t->dtype, PL_LAYOUT_NCHW, t->layout));
+      g_hash_table_add (planned, pl_cal_transform_key_dims (t->out_dims, t->dtype, t->layout, PL_LAYOUT_NCHW));
+    }
+  g_ptr_array_add (targets, t);
+}
+
+/* The target of a conv or a pool (key) in layout; the caller sets what it is. */
+static Target *
+node_target (char *key, const PlNode *node, PlLayout layout)
+{
+  Target *t = g_new0 (Target, 1);
+  t->key = key;
+  t->layout = layout;
+  t->dtype = node->inputs[0]->dtype;
+  pl_cal_value_dims4 (node->inputs[0], t->dims);
+  pl_cal_value_dims4 (node->outputs[0], t->out_dims);
+  return t;
+}
+
+/* With tuning on (cpu): the pruned tile search (tune.h) for the direct conv
+ * of target t, unless the cache says it was searched ("tuned <key>", the
+ * trials). When it finds a tile other than the pebble rule's, that tile is
+ * measured in the batch like every other kernel, as "<key> tile XxYxZ", so
+ * the two compete on the same footing. */
+static void
+tuned_target (PlCalibration *cal, GPtrArray *targets, GHashTable *planned, const PlNode *conv, const Target *t)
+{
+  if (cal->tune_trials <= 0 || cal->backend != PL_BACKEND_CPU)
+    return;
+  g_autofree char *marker = g_strdup_printf ("tuned %s", t->key);
+  if (g_hash_table_contains (cal->entries, marker))
+    return;
+  g_autofree char *kernels = g_getenv ("PASSLAB_CACHE_DIR") ? g_build_filename (cal->dir, "kernels", NULL) : NULL;
+  PlTuneOptions o = { .max_trials = cal->tune_trials, .repeat = 3, .seed = 1, .pruned_only = true,
+                      .cache_dir = kernels };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlTuneResult) r = pl_tune_conv (conv, t->layout, &o, &error);
+  if (!r)
+    {
+      g_free (cal->last_error);
+      cal->last_error = g_strdup_printf ("tuning %s: %s", conv->name, error->message);
+      return;
+    }
+  pl_cal_set_measured (cal, marker, cal->tune_trials);
+  const int64_t *b = r->best_pruned_tile;
+  if (memcmp (b, r->pebble_tile, sizeof r->pebble_tile) == 0)
+    return;
+  Target *tt = g_memdup2 (t, sizeof *t);
+  tt->key = g_strdup_printf ("%s tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, t->key, b[0], b[1],
+                             b[2]);
+  memcpy (tt->tile, b, sizeof tt->tile);
+  add_target (cal, targets, planned, tt);
+}
+
+void
+pl_calibration_set_tuning (PlCalibration *cal, int trials)
+{
+  cal->tune_trials = MAX (trials, 0);
+}
+
+/* What the graph may need that this calibration has no entry for. */
+static GPtrArray *
+missing_targets (PlCalibration *cal, const PlGraph *g)
+{
+  GPtrArray *targets = g_ptr_array_new_with_free_func (target_free);
+  g_autoptr (GHashTable) planned = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr (GPtrArray) values = g_ptr_array_new ();
+  for (guint i = 0; i < g->nodes->len; i++)
+    {
+      const PlNode *node = g->nodes->pdata[i];
+      const PlOpInfo *info = pl_op_info (node->op);
+      PlConvDesc c;
+      PlPoolDesc pd;
+      if (pl_cal_pool_desc (node, &pd))
+        {
+          g_ptr_array_add (values, node->inputs[0]);
+          g_ptr_array_add (values, node->outputs[0]);
+          for (int l = 0; l < PL_LAYOUT_COUNT; l++)
+            if (cal->layouts & (1u << l))
+              {
+                Target *t = node_target (pl_cal_pool_key (&pd, l), node, l);
+                t->pool = true;
+                t->pool_desc = pd;
+                add_target (cal, targets, planned, t);
+              }
+        }
+      else if (node->op == PL_OP_Conv && pl_cal_conv_desc (node, &c))
+        {
+          g_ptr_array_add (values, node->inputs[0]);
+          g_ptr_array_add (values, node->outputs[0]);
+          for (int l = 0; l < PL_LAYOUT_COUNT; l++)
+            for (int m = 0; m <= PL_CONV_IMPL_DIRECT; m++)
+              {
+                if (!(cal->layouts & (1u << l)) || !(cal->impls & (1u << m)))
+                  continue;
+                if (m == PL_CONV_IMPL_DIRECT && !pl_cal_direct_supported (&c, l))
+                  continue;
+                Target *t = node_target (pl_cal_conv_key (&c, l, m), node, l);
+                t->conv = true;
+                t->desc = c;
+                t->impl = m;
+                if (m == PL_CONV_IMPL_DIRECT)
+                  tuned_target (cal, targets, planned, node, t);
+                add_target (cal, targets, planned, t);
+              }
+        }
+      else if (info && info->category == PL_CAT_ELEMENTWISE)
+        {
+          for (int k = 0; k < node->n_inputs; k++)
+            if (node->inputs[k] && !pl_value_constant (node->inputs[k]))
+              g_ptr_array_add (values, node->inputs[k]);
+          for (int k = 0; k < node->n_outputs; k++)
+            if (node->outputs[k])
+              g_ptr_array_add (values, node->outputs[k]);
+        }
+    }
+  for (guint i = 0; i < values->len; i++)
+    {
+      const PlValue *v = values->pdata[i];
+      int64_t d[PL_MAX_RANK];
+      if (!pl_cal_value_dims4 (v, d) || (v->dtype != PL_DTYPE_F32 && v->dtype != PL_DTYPE_F64))
+        continue;
+      for (int a = 0; a < PL_LAYOUT_COUNT; a++)
+        for (int b = 0; b < PL_LAYOUT_COUNT; b++)
+          {
+            if (a == b || !(cal->layouts & (1u << a)) || !(cal->layouts & (1u << b)))
+              continue;
+            Target *t = g_new0 (Target, 1);
+            *t = (Target) { .key = pl_cal_transform_key_dims (d, v->dtype, a, b), .from = a, .layout = b, .dtype = v->dtype };
+            memcpy (t->dims, d, sizeof t->dims);
+            add_target (cal, targets, planned, t);
+          }
+    }
+  return targets;
+}
+
+bool
+pl_calibration_prepare (PlCalibration *cal, const PlGraph *g, GError **error)
+{
+  if (!cal->measure)
+    return true;
+  g_autoptr (GPtrArray) targets = missing_targets (cal, g);
+  if (targets->len == 0)
+    return true;
+  g_autoptr (GError) batch_error = NULL;
+  if (!measure_targets (cal, targets, 0, (int) targets->len, &batch_error))
+    {
+      /* one branch breaks the batch: measure each on its own */
+      g_free (cal->last_error);
+      cal->last_error = g_strdup (batch_error->message);
+      for (guint i = 0; i < targets->len; i++)
+        {
+          g_autoptr (GError) one = NULL;
+          const Target *t = targets->pdata[i];
+          if (!measure_targets (cal, targets, (int) i, 1, &one))
+            g_hash_table_replace (cal->unsupported, g_strdup (t->key), g_strdup (one->message));
+        }
+    }
+  return pl_cal_save_cache (cal, error);
+}
+
+const char *
+pl_cost_source_name (PlCostSource source)
+{
+  switch (source)
+    {
+    case PL_COST_MEASURED: return "measured";
+    case PL_COST_ANALYTIC: return "analytic";
+    case PL_COST_TABLE: return "table";
+    }
+  return "?";
+}
+
+const char *
+pl_calibration_unsupported_reason (const PlCalibration *cal, const char *key)
+{
+  return g_hash_table_lookup (cal->unsupported, key);
+}
+
+void
+pl_calibration_use_cache (PlCalibration *cal)
+{
+  cal->use_cache = true;
+}
+

@@ -1,0 +1,55 @@
+/* calibrate-private.h — what calibrate.c (keys, the cache, the costs) and
+ * calibrate-measure.c (the ceilings, the calibration graph, tuned tiles)
+ * share. Internal to kernels/. */
+#pragma once
+
+#include "calibrate.h"
+#include "pool.h"
+
+G_BEGIN_DECLS
+
+#define CEILING_COPY_BYTES ((int64_t) 256 << 20)
+#define CEILING_GEMM_N 1024
+#define KEY_COPY "ceiling memcpy 256MiB"
+#define KEY_GEMM "ceiling sgemm 1024^3"
+
+typedef struct {
+  double       ms;
+  PlCostSource source;
+} Entry;
+
+struct _PlCalibration {
+  PlBackend   backend;
+  bool        measure;
+  bool          use_cache;   /* analytic mode, but what the cache measured counts (pl_calibration_use_cache) */
+  char       *machine;
+  char       *dir;
+  char       *path;
+  GHashTable *entries;     /* key -> Entry*: this machine and backend (cache, measurements, table) */
+  GHashTable *unsupported; /* key -> (char*) why: measured as not generated, this process only */
+  guint       layouts;     /* bit per PlLayout measured by prepare */
+  guint       impls;       /* bit per PlConvImpl */
+  bool        have_ceilings;
+  double      copy_ms, gemm_ms;   /* the ceilings: 256 MiB memcpy, 1024^3 sgemm */
+  int64_t     llc_bytes;
+  int         n_measured;
+  char       *last_error;
+  int         tune_trials; /* > 0: direct convs get a tile from the pruned tile search (cpu) */
+};
+
+/* calibrate.c */
+bool pl_cal_direct_supported (const PlConvDesc *c, PlLayout layout);
+void pl_cal_set_measured (PlCalibration *cal, const char *key, double ms);
+bool pl_cal_save_cache (PlCalibration *cal, GError **error);
+bool pl_cal_conv_desc (const PlNode *conv, PlConvDesc *c);
+char *pl_cal_pool_key (const PlPoolDesc *d, PlLayout layout);
+bool pl_cal_pool_desc (const PlNode *pool, PlPoolDesc *d);
+char *pl_cal_conv_key (const PlConvDesc *c, PlLayout layout, PlConvImpl impl);
+bool pl_cal_value_dims4 (const PlValue *v, int64_t *d);
+char *pl_cal_transform_key_dims (const int64_t *d, PlDType dtype, PlLayout from, PlLayout to);
+
+/* calibrate-measure.c */
+double pl_cal_bandwidth (PlCalibration *cal);
+double pl_cal_gemm_rate (PlCalibration *cal);
+
+G_END_DECLS
