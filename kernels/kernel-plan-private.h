@@ -69,4 +69,28 @@ int           pl_plan_transpose_dim   (const PlKernelPlan *p);
  * from a value stored in another one. ops "LayoutTransform". */
 PlKernelPlan *pl_kernel_plan_relayout (const char *name, PlValue *v, PlLayout from, PlLayout to, GError **error);
 
+/* --- shared by kernel-plan.c, kernel-plan-loop.c and kernel-plan-library.c ----- */
+static inline PlInstr *
+pl_lower_instr (PlLower *L, int i)
+{
+  return &g_array_index (L->loop->instrs, PlInstr, i);
+}
+/* kernel-plan.c */
+void pl_lower_init (PlLower *L, PlKernelPlan *plan, PlNode *const *nodes, int n);
+void pl_lower_clear (PlLower *L);
+void pl_lower_set_domain (PlLower *L, int rank, const int64_t *dims);
+bool pl_lower_outputs (PlLower *L, PlValue *const *outputs, int n_out);
+bool pl_lower_value_dims (const PlValue *v, int64_t *dims);
+bool pl_lower_dims_equal (int ra, const int64_t *a, int rb, const int64_t *b);
+PlKernelPlan *pl_plan_new (PlPlanKind kind, const char *name, PlNode *const *nodes, int n);
+int64_t pl_plan_loop_flops (const PlLoopPlan *lp);
+void pl_plan_loop_free (PlLoopPlan *l);
+/* kernel-plan-loop.c: the shape of a loop plan (levels, passes, scratch; split and coalesced dims) */
+void pl_lower_coalesce (PlLower *L, const int *order);
+bool pl_lower_analyze (PlLower *L);
+void pl_lower_loop_order (PlLower *L, int *order);
+void pl_lower_split_dims (PlLower *L);
+/* kernel-plan-library.c: GEMM and Conv plans with their epilogues */
+PlKernelPlan *pl_plan_library (const char *name, PlNode *lib, PlNode *const *nodes, int n, PlValue *const *outputs, int n_out, GError **error);
+
 G_END_DECLS

@@ -49,6 +49,11 @@
  * Why not more: a set whose reductions reduce different rows, or whose
  * outputs have other shapes than D or the rows, is not one kernel here; the
  * runtime then runs that fusion's body node by node (and says so).
+ *
+ * Files: this one lowers (the builders, the domain, the stores) and holds
+ * the entry points; kernel-plan-loop.c shapes a lowered loop (levels,
+ * passes, scratch, split and coalesced dims); kernel-plan-library.c plans
+ * GEMM and Conv calls with their epilogues; plan-ops.c knows each op.
  */
 #define G_LOG_DOMAIN "passlab"
 #include "kernel-plan-private.h"
@@ -94,16 +99,10 @@ pl_lower_fail (PlLower *L, const char *fmt, ...)
   return -1;
 }
 
-static PlInstr *
-instr (PlLower *L, int i)
-{
-  return &g_array_index (L->loop->instrs, PlInstr, i);
-}
-
 PlDType
 pl_lower_dtype (PlLower *L, int i)
 {
-  return i >= 0 ? instr (L, i)->dtype : PL_DTYPE_UNDEFINED;
+  return i >= 0 ? pl_lower_instr (L, i)->dtype : PL_DTYPE_UNDEFINED;
 }
 
 /* Appends x unless an identical instruction exists (CSE). */
@@ -267,7 +266,7 @@ pl_lower_reduce (PlLower *L, PlReduceKind kind, int arg, PlDType dtype, bool sel
       PlReduction *x = &g_array_index (L->loop->reductions, PlReduction, r);
       if (x->kind == kind && x->arg == arg && x->dtype == dtype && x->select_last == select_last)
         for (guint i = 0; i < L->loop->instrs->len; i++)
-          if (instr (L, (int) i)->op == PL_SOP_REDUCED && instr (L, (int) i)->reduction == (int) r)
+          if (pl_lower_instr (L, (int) i)->op == PL_SOP_REDUCED && pl_lower_instr (L, (int) i)->reduction == (int) r)
             return (int) i;
     }
   PlReduction red = { kind, arg, dtype, select_last, 0 };
@@ -293,8 +292,8 @@ loop_plan_new (void)
   return l;
 }
 
-static void
-loop_plan_free (PlLoopPlan *l)
+void
+pl_plan_loop_free (PlLoopPlan *l)
 {
   if (!l)
     return;
@@ -315,12 +314,12 @@ pl_kernel_plan_free (PlKernelPlan *p)
   g_free (p->note);
   g_ptr_array_unref (p->inputs);
   g_ptr_array_unref (p->outputs);
-  loop_plan_free (p->loop);
+  pl_plan_loop_free (p->loop);
   g_free (p);
 }
 
-static PlKernelPlan *
-plan_new (PlPlanKind kind, const char *name, PlNode *const *nodes, int n)
+PlKernelPlan *
+pl_plan_new (PlPlanKind kind, const char *name, PlNode *const *nodes, int n)
 {
   PlKernelPlan *p = g_new0 (PlKernelPlan, 1);
   p->kind = kind;
@@ -340,8 +339,8 @@ plan_new (PlPlanKind kind, const char *name, PlNode *const *nodes, int n)
   return p;
 }
 
-static void
-lower_init (PlLower *L, PlKernelPlan *plan, PlNode *const *nodes, int n)
+void
+pl_lower_init (PlLower *L, PlKernelPlan *plan, PlNode *const *nodes, int n)
 {
   memset (L, 0, sizeof *L);
   L->plan = plan;
@@ -354,8 +353,8 @@ lower_init (PlLower *L, PlKernelPlan *plan, PlNode *const *nodes, int n)
   L->node_reductions = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 }
 
-static void
-lower_clear (PlLower *L)
+void
+pl_lower_clear (PlLower *L)
 {
   g_hash_table_unref (L->members);
   g_hash_table_unref (L->slots);
@@ -365,8 +364,8 @@ lower_clear (PlLower *L)
   g_free (L->why);
 }
 
-static void
-set_domain (PlLower *L, int rank, const int64_t *dims)
+void
+pl_lower_set_domain (PlLower *L, int rank, const int64_t *dims)
 {
   L->rank = rank;
   memcpy (L->dims, dims, sizeof (int64_t) * rank);
@@ -375,8 +374,8 @@ set_domain (PlLower *L, int rank, const int64_t *dims)
     L->coords[k] = pl_idx_coord (L->arena, k);
 }
 
-static bool
-value_dims (const PlValue *v, int64_t *dims)
+bool
+pl_lower_value_dims (const PlValue *v, int64_t *dims)
 {
   return v && pl_shape_get_dims (&v->shape, dims);
 }
@@ -390,8 +389,8 @@ elem_count (int rank, const int64_t *dims)
   return n;
 }
 
-static bool
-dims_equal (int ra, const int64_t *a, int rb, const int64_t *b)
+bool
+pl_lower_dims_equal (int ra, const int64_t *a, int rb, const int64_t *b)
 {
   return ra == rb && memcmp (a, b, sizeof (int64_t) * ra) == 0;
 }
@@ -402,12 +401,12 @@ static bool
 add_store (PlLower *L, int slot, PlValue *v)
 {
   int64_t d[PL_MAX_RANK];
-  if (!value_dims (v, d))
+  if (!pl_lower_value_dims (v, d))
     return pl_lower_fail (L, "output '%s' has no static shape", v->name) >= 0;
   int r = v->shape.rank;
   PlStore s = { .slot = slot, .level = PL_LEVEL_ELEM };
   const PlIdx *flat[PL_MAX_RANK];
-  if (dims_equal (r, d, L->rank, L->dims))
+  if (pl_lower_dims_equal (r, d, L->rank, L->dims))
     {
       s.value = pl_lower_value (L, v, L->coords);
       s.index = pl_lower_offset (L, v, L->coords);
@@ -454,327 +453,6 @@ add_store (PlLower *L, int slot, PlValue *v)
   return true;
 }
 
-/* --- analysis: levels, passes, scratch ------------------------------------------- */
-
-static bool
-uses_reduced_coord (PlLower *L, const PlIdx *x, bool *any)
-{
-  bool red = false;
-  *any = false;
-  for (int k = 0; k < L->rank; k++)
-    if (pl_idx_uses_coord (x, k))
-      {
-        *any = true;
-        red |= L->reduced[k];
-      }
-  return red;
-}
-
-static bool
-analyze (PlLower *L)
-{
-  PlLoopPlan *lp = L->loop;
-  int n = (int) lp->instrs->len;
-  for (int i = 0; i < n; i++)
-    {
-      PlInstr *x = instr (L, i);
-      x->phase = 0;
-      switch (x->op)
-        {
-        case PL_SOP_LOAD:
-          {
-            bool any, red = uses_reduced_coord (L, x->index, &any);
-            x->level = red ? PL_LEVEL_ELEM : any ? (L->rows ? PL_LEVEL_ROW : PL_LEVEL_ELEM) : PL_LEVEL_CONST;
-            break;
-          }
-        case PL_SOP_CONST:
-          x->level = PL_LEVEL_CONST;
-          break;
-        case PL_SOP_RINDEX:
-          x->level = PL_LEVEL_ELEM;
-          break;
-        case PL_SOP_REDUCED:
-          {
-            PlReduction *r = &g_array_index (lp->reductions, PlReduction, x->reduction);
-            r->pass = instr (L, r->arg)->phase;
-            x->level = PL_LEVEL_ROW;
-            x->phase = r->pass + 1;
-            break;
-          }
-        default:
-          x->level = PL_LEVEL_CONST;
-          for (int k = 0; k < x->n_args; k++)
-            {
-              x->level = MAX (x->level, instr (L, x->a[k])->level);
-              x->phase = MAX (x->phase, instr (L, x->a[k])->phase);
-            }
-        }
-    }
-  int passes = 1;
-  for (guint s = 0; s < lp->stores->len; s++)
-    {
-      PlStore *st = &g_array_index (lp->stores, PlStore, s);
-      PlInstr *v = instr (L, st->value);
-      if (st->level == PL_LEVEL_ROW && v->level == PL_LEVEL_ELEM)
-        return pl_lower_fail (L, "a row output depends on the element") >= 0;
-      st->pass = v->phase;
-      if (st->level == PL_LEVEL_ELEM)
-        passes = MAX (passes, st->pass + 1);
-    }
-  for (guint r = 0; r < lp->reductions->len; r++)
-    passes = MAX (passes, g_array_index (lp->reductions, PlReduction, r).pass + 1);
-  if (passes > 30)
-    return pl_lower_fail (L, "too many dependent reductions (%d passes)", passes) >= 0;
-  lp->n_passes = passes;
-
-  /* which passes need each element value; materialize the ones needed twice */
-  for (guint s = 0; s < lp->stores->len; s++)
-    {
-      PlStore *st = &g_array_index (lp->stores, PlStore, s);
-      instr (L, st->value)->used = true;
-      if (st->level == PL_LEVEL_ELEM)
-        instr (L, st->value)->passes |= 1u << st->pass;
-    }
-  for (guint r = 0; r < lp->reductions->len; r++)
-    {
-      PlReduction *red = &g_array_index (lp->reductions, PlReduction, r);
-      instr (L, red->arg)->passes |= 1u << red->pass;
-      instr (L, red->arg)->used = true;
-    }
-  lp->scratch_dtype = PL_DTYPE_F32;
-  for (int i = n - 1; i >= 0; i--)
-    {
-      PlInstr *x = instr (L, i);
-      if (x->passes)
-        x->used = true;
-      if (!x->used)
-        continue;
-      guint32 need = x->passes;
-      if (x->level == PL_LEVEL_ELEM && x->op != PL_SOP_LOAD && x->op != PL_SOP_CONST && x->op != PL_SOP_RINDEX &&
-          (need & (need - 1)) != 0)
-        {
-          x->scratch = lp->n_scratch++;
-          need &= ~(need - 1);   /* computed once, in its first pass */
-        }
-      if (x->op == PL_SOP_REDUCED)
-        {
-          PlReduction *red = &g_array_index (lp->reductions, PlReduction, x->reduction);
-          instr (L, red->arg)->used = true;
-        }
-      for (int k = 0; k < x->n_args; k++)
-        {
-          PlInstr *a = instr (L, x->a[k]);
-          a->used = true;
-          if (a->level == PL_LEVEL_ELEM)
-            a->passes |= need;
-        }
-    }
-  return true;
-}
-
-/* --- coalescing loop dims ---------------------------------------------------------- */
-
-typedef struct {
-  int     rep;      /* the innermost D coordinate merged into this loop dim */
-  int64_t size;
-  bool    reduced;
-} LoopDim;
-
-static GPtrArray *
-all_indices (PlLower *L)
-{
-  GPtrArray *xs = g_ptr_array_new ();
-  for (guint i = 0; i < L->loop->instrs->len; i++)
-    if (instr (L, (int) i)->op == PL_SOP_LOAD)
-      g_ptr_array_add (xs, (gpointer) instr (L, (int) i)->index);
-  for (guint s = 0; s < L->loop->stores->len; s++)
-    g_ptr_array_add (xs, (gpointer) g_array_index (L->loop->stores, PlStore, s).index);
-  return xs;
-}
-
-/* Whether loop dims a (outer) and b (inner) may become one: every index
- * reads them as a * size(b) + b. */
-static bool
-mergeable (GPtrArray *xs, const LoopDim *a, const LoopDim *b)
-{
-  for (guint i = 0; i < xs->len; i++)
-    {
-      bool na, nb;
-      int64_t ca = pl_idx_coord_coef (xs->pdata[i], a->rep, &na);
-      int64_t cb = pl_idx_coord_coef (xs->pdata[i], b->rep, &nb);
-      if (na || nb || ca != b->size * cb)
-        return false;
-    }
-  return true;
-}
-
-/* Where an index reads coordinate k divided by (or modulo) d, d a proper
- * divisor of its size: cut[k] = d (the first such d found). */
-static void
-find_cuts (const PlLower *L, const PlIdx *x, int64_t *cut)
-{
-  for (int i = 0; i < x->n_terms; i++)
-    {
-      const PlIdxAtom *at = x->terms[i].atom;
-      if (at->kind == PL_IDX_COORD)
-        continue;
-      const PlIdx *a = at->arg;
-      const int k = a->n_terms == 1 && a->constant == 0 && a->terms[0].coef == 1 &&
-                    a->terms[0].atom->kind == PL_IDX_COORD ? a->terms[0].atom->coord : -1;
-      if (k >= 0 && cut[k] == 0 && at->divisor > 1 && at->divisor < L->dims[k] && L->dims[k] % at->divisor == 0)
-        cut[k] = at->divisor;
-      find_cuts (L, a, cut);
-    }
-}
-
-/* Splits the loop of a rows kernel where an index divides a coordinate:
- * c = d * c_hi + c_lo, so c / d becomes c_hi and c % d becomes c_lo. A
- * group norm's rows [N, G, C/G*H*W] read gamma at (c / (H*W)) + C/G * g;
- * split, that load is invariant in the inner H*W loop, which vectorizes
- * again (coalesce merges back whatever every index reads as one). Rows
- * kernels only: a pointwise kernel's loop order follows its stores' layout
- * by D's rank. */
-static void
-split_dims (PlLower *L)
-{
-  if (!L->rows)
-    return;
-  int64_t cut[PL_MAX_RANK] = { 0 };
-  g_autoptr (GPtrArray) xs = all_indices (L);
-  for (guint i = 0; i < xs->len; i++)
-    find_cuts (L, xs->pdata[i], cut);
-  int rank = 0;
-  int64_t dims[PL_MAX_RANK];
-  bool reduced[PL_MAX_RANK];
-  for (int k = 0; k < L->rank; k++)
-    {
-      if (cut[k] > 0 && rank + (L->rank - k) + 1 > PL_MAX_RANK)
-        cut[k] = 0;            /* no room for another dim */
-      if (cut[k] > 0)
-        {
-          dims[rank] = L->dims[k] / cut[k];
-          reduced[rank++] = L->reduced[k];
-        }
-      dims[rank] = cut[k] > 0 ? cut[k] : L->dims[k];
-      reduced[rank++] = L->reduced[k];
-    }
-  if (rank == L->rank)
-    return;
-  PlIdxArena *arena = pl_idx_arena_new (rank, dims);
-  const PlIdx *repl[PL_MAX_RANK];
-  for (int k = 0, j = 0; k < L->rank; k++, j++)
-    {
-      repl[k] = pl_idx_coord (arena, j);
-      if (cut[k] > 0)
-        {
-          repl[k] = pl_idx_add (arena, pl_idx_mul (arena, repl[k], cut[k]), pl_idx_coord (arena, j + 1));
-          j++;
-        }
-    }
-  for (guint i = 0; i < L->loop->instrs->len; i++)
-    {
-      PlInstr *x = instr (L, (int) i);
-      if (x->op == PL_SOP_LOAD)
-        x->index = pl_idx_substitute (arena, x->index, repl);
-    }
-  for (guint s = 0; s < L->loop->stores->len; s++)
-    {
-      PlStore *st = &g_array_index (L->loop->stores, PlStore, s);
-      st->index = pl_idx_substitute (arena, st->index, repl);
-    }
-  pl_idx_arena_free (L->arena);
-  L->arena = arena;
-  L->rank = rank;
-  memcpy (L->dims, dims, sizeof dims);
-  memcpy (L->reduced, reduced, sizeof reduced);
-  for (int k = 0; k < rank; k++)
-    L->coords[k] = pl_idx_coord (arena, k);
-}
-
-/* The order in which D's coordinates are looped, outermost first: D's own,
- * except for a pointwise kernel whose stores are all in one other layout,
- * which loops in that layout's order so the innermost loop writes
- * contiguously (a LayoutTransform's loop then follows its destination). */
-static void
-loop_order (PlLower *L, int *order)
-{
-  for (int k = 0; k < L->rank; k++)
-    order[k] = k;
-  PlLoopPlan *lp = L->loop;
-  if (L->rows || lp->stores->len == 0)
-    return;
-  PlLayout layout = ((PlValue *) L->plan->outputs->pdata[0])->layout;
-  for (guint s = 0; s < lp->stores->len; s++)
-    {
-      PlValue *v = L->plan->outputs->pdata[g_array_index (lp->stores, PlStore, s).slot];
-      if (v->layout != layout || v->shape.rank != L->rank)
-        return;
-    }
-  if (layout != PL_LAYOUT_NCHW)
-    pl_layout_perm (layout, L->rank, order);
-}
-
-/* Loops D's coordinates in `order` (loop_order), merging neighbours. */
-static void
-coalesce (PlLower *L, const int *order)
-{
-  PlLoopPlan *lp = L->loop;
-  LoopDim ld[PL_MAX_RANK];
-  int n = 0;
-  int map[PL_MAX_RANK];
-  for (int pass = 0; pass < 2; pass++)       /* rows first, then the reduced dims */
-    for (int i = 0; i < L->rank; i++)
-      {
-        int k = order[i];
-        if (L->dims[k] > 1 && L->reduced[k] == (pass == 1))
-          ld[n++] = (LoopDim) { k, L->dims[k], L->reduced[k] };
-      }
-  for (int k = 0; k < L->rank; k++)
-    map[k] = -1;
-
-  g_autoptr (GPtrArray) xs = all_indices (L);
-  LoopDim out[PL_MAX_RANK];
-  int m = 0;
-  for (int i = 0; i < n; i++)
-    {
-      if (m > 0 && out[m - 1].reduced == ld[i].reduced && mergeable (xs, &out[m - 1], &ld[i]))
-        {
-          out[m - 1].rep = ld[i].rep;
-          out[m - 1].size *= ld[i].size;
-          continue;
-        }
-      out[m++] = ld[i];
-    }
-  lp->rank = m;
-  lp->n_kept = 0;
-  lp->n_rows = lp->row_len = 1;
-  for (int i = 0; i < m; i++)
-    {
-      lp->dims[i] = out[i].size;
-      map[out[i].rep] = i;
-      if (out[i].reduced)
-        lp->row_len *= out[i].size;
-      else
-        {
-          lp->n_kept++;
-          lp->n_rows *= out[i].size;
-        }
-    }
-  lp->total = lp->n_rows * lp->row_len;
-  lp->arena = pl_idx_arena_new (m, lp->dims);
-  for (guint i = 0; i < lp->instrs->len; i++)
-    {
-      PlInstr *x = instr (L, (int) i);
-      if (x->op == PL_SOP_LOAD)
-        x->index = pl_idx_translate (lp->arena, x->index, map);
-    }
-  for (guint s = 0; s < lp->stores->len; s++)
-    {
-      PlStore *st = &g_array_index (lp->stores, PlStore, s);
-      st->index = pl_idx_translate (lp->arena, st->index, map);
-    }
-}
-
 /* --- loop plans --------------------------------------------------------------------- */
 
 static bool
@@ -791,17 +469,17 @@ choose_domain (PlLower *L, PlNode *const *nodes, int n, PlValue *const *outputs,
     {
       bool mask[PL_MAX_RANK];
       int64_t d[PL_MAX_RANK];
-      if (nodes[i] == L->lib_node || !pl_lower_row_axes (nodes[i], mask) || !value_dims (nodes[i]->inputs[0], d))
+      if (nodes[i] == L->lib_node || !pl_lower_row_axes (nodes[i], mask) || !pl_lower_value_dims (nodes[i]->inputs[0], d))
         continue;
       L->rows = true;
       memcpy (L->reduced, mask, sizeof mask);
-      set_domain (L, nodes[i]->inputs[0]->shape.rank, d);
+      pl_lower_set_domain (L, nodes[i]->inputs[0]->shape.rank, d);
       return true;
     }
   int64_t d[PL_MAX_RANK];
-  if (n_out < 1 || !value_dims (outputs[0], d))
+  if (n_out < 1 || !pl_lower_value_dims (outputs[0], d))
     return pl_lower_fail (L, "outputs without static shapes") >= 0;
-  set_domain (L, outputs[0]->shape.rank, d);
+  pl_lower_set_domain (L, outputs[0]->shape.rank, d);
   return true;
 }
 
@@ -815,8 +493,8 @@ read_hints (PlLoopPlan *lp, const PlNode *hints)
   lp->blocks_per_row = (int) CLAMP (pl_node_attr_int (hints, "blocks_per_row", 0), 0, 65536);
 }
 
-static int64_t
-loop_flops (const PlLoopPlan *lp)
+int64_t
+pl_plan_loop_flops (const PlLoopPlan *lp)
 {
   int64_t per = 0;
   for (guint i = 0; i < lp->instrs->len; i++)
@@ -829,18 +507,18 @@ loop_flops (const PlLoopPlan *lp)
 }
 
 /* Lowers the outputs into L's loop plan; D must be chosen. */
-static bool
-lower_outputs (PlLower *L, PlValue *const *outputs, int n_out)
+bool
+pl_lower_outputs (PlLower *L, PlValue *const *outputs, int n_out)
 {
   for (int o = 0; o < n_out; o++)
     if (!add_store (L, o, outputs[o]))
       return false;
-  if (!analyze (L))
+  if (!pl_lower_analyze (L))
     return false;
-  split_dims (L);
+  pl_lower_split_dims (L);
   int order[PL_MAX_RANK];
-  loop_order (L, order);
-  coalesce (L, order);
+  pl_lower_loop_order (L, order);
+  pl_lower_coalesce (L, order);
   return true;
 }
 
@@ -848,354 +526,60 @@ static PlKernelPlan *
 plan_loop (const char *name, PlNode *const *nodes, int n, PlValue *const *outputs, int n_out, const PlNode *hints,
            GError **error)
 {
-  PlKernelPlan *p = plan_new (PL_PLAN_LOOP, name, nodes, n);
+  PlKernelPlan *p = pl_plan_new (PL_PLAN_LOOP, name, nodes, n);
   PlLower L;
-  lower_init (&L, p, nodes, n);
-  bool ok = choose_domain (&L, nodes, n, outputs, n_out) && lower_outputs (&L, outputs, n_out);
+  pl_lower_init (&L, p, nodes, n);
+  bool ok = choose_domain (&L, nodes, n, outputs, n_out) && pl_lower_outputs (&L, outputs, n_out);
   if (!ok)
     {
       g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "%s", L.why ? L.why : "cannot generate");
-      lower_clear (&L);
+      pl_lower_clear (&L);
       pl_kernel_plan_free (p);
       return NULL;
     }
   read_hints (p->loop, hints);
-  p->flops = loop_flops (p->loop);
+  p->flops = pl_plan_loop_flops (p->loop);
   if (n == 1 && nodes[0]->op == PL_OP_LayoutTransform)
     p->note = g_strdup_printf ("transpose %s -> %s", pl_layout_name (nodes[0]->inputs[0]->layout),
                                pl_layout_name (outputs[0]->layout));
-  lower_clear (&L);
+  pl_lower_clear (&L);
   return p;
 }
 
 PlKernelPlan *
 pl_kernel_plan_relayout (const char *name, PlValue *v, PlLayout from, PlLayout to, GError **error)
 {
-  PlKernelPlan *p = plan_new (PL_PLAN_LOOP, name, NULL, 0);
+  PlKernelPlan *p = pl_plan_new (PL_PLAN_LOOP, name, NULL, 0);
   g_free (p->ops);
   p->ops = g_strdup ("LayoutTransform");
   p->n_ops = 1;
   PlLower L;
-  lower_init (&L, p, NULL, 0);
+  pl_lower_init (&L, p, NULL, 0);
   int64_t d[PL_MAX_RANK];
-  bool ok = value_dims (v, d) && pl_plan_ctype (v->dtype);
+  bool ok = pl_lower_value_dims (v, d) && pl_plan_ctype (v->dtype);
   if (ok)
     {
-      set_domain (&L, v->shape.rank, d);
+      pl_lower_set_domain (&L, v->shape.rank, d);
       PlStore st = { .slot = 0, .level = PL_LEVEL_ELEM };
       st.value = pl_lower_load (&L, v, pl_lower_offset_in (&L, from, v, L.coords));
       st.index = pl_lower_offset_in (&L, to, v, L.coords);
       g_ptr_array_add (p->outputs, v);
       g_array_append_val (L.loop->stores, st);
-      ok = st.value >= 0 && st.index && analyze (&L);
+      ok = st.value >= 0 && st.index && pl_lower_analyze (&L);
     }
   if (!ok)
     {
       g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "cannot reorder '%s' from %s to %s%s%s", v->name,
                    pl_layout_name (from), pl_layout_name (to), L.why ? ": " : "", L.why ? L.why : "");
-      lower_clear (&L);
+      pl_lower_clear (&L);
       pl_kernel_plan_free (p);
       return NULL;
     }
   int order[PL_MAX_RANK];   /* the destination's order: contiguous stores */
   pl_layout_perm (to, v->shape.rank, order);
-  coalesce (&L, order);
+  pl_lower_coalesce (&L, order);
   p->note = g_strdup_printf ("transpose '%s' %s -> %s", v->name, pl_layout_name (from), pl_layout_name (to));
-  lower_clear (&L);
-  return p;
-}
-
-/* --- library plans ------------------------------------------------------------------ */
-
-/* perm swaps the last two dims and keeps the rest. */
-static bool
-swaps_last_two (const PlNode *t)
-{
-  int r = t->inputs[0] ? t->inputs[0]->shape.rank : -1;
-  const int64_t *p;
-  int n;
-  if (r < 2)
-    return false;
-  if (!pl_node_attr_ints (t, "perm", &p, &n))
-    return r == 2;
-  if (n != r)
-    return false;
-  for (int i = 0; i < r; i++)
-    if (p[i] != (i < r - 2 ? i : i == r - 2 ? r - 1 : r - 2))
-      return false;
-  return true;
-}
-
-/* Operand side of the library op with a member Transpose absorbed as a flag. */
-static PlValue *
-gemm_operand (GHashTable *members, const PlNode *mm, int side, bool *trans, GHashTable *absorbed)
-{
-  PlValue *v = mm->inputs[side];
-  PlNode *t = v->producer;
-  if (t && t->op == PL_OP_Transpose && g_hash_table_contains (members, t) && v->n_uses == 1 &&
-      !pl_value_is_output (v) && swaps_last_two (t))
-    {
-      *trans = !*trans;
-      g_hash_table_add (absorbed, t);
-      return t->inputs[0];
-    }
-  return v;
-}
-
-/* A GEMM operand's input slot. BLAS reads row-major: the runtime transposes
- * an operand in another layout into a buffer of its own for this slot, so
- * the slot is not shared with the epilogue's loads of the value (they read
- * its own buffer in its layout). */
-static int
-gemm_slot (PlLower *L, PlValue *v)
-{
-  if (v->layout == PL_LAYOUT_NCHW)
-    return pl_lower_slot (L, v);
-  g_ptr_array_add (L->plan->inputs, v);
-  return (int) L->plan->inputs->len - 1;
-}
-
-static bool
-gemm_desc (PlKernelPlan *p, PlLower *L, const PlNode *mm, GHashTable *absorbed, char **why)
-{
-  PlGemmDesc *g = &p->gemm;
-  bool ta = mm->op == PL_OP_Gemm && pl_node_attr_int (mm, "transA", 0);
-  bool tb = mm->op == PL_OP_Gemm && pl_node_attr_int (mm, "transB", 0);
-  PlValue *a = gemm_operand (L->members, mm, 0, &ta, absorbed);
-  PlValue *b = gemm_operand (L->members, mm, 1, &tb, absorbed);
-  int64_t ad[PL_MAX_RANK], bd[PL_MAX_RANK], od[PL_MAX_RANK];
-  if (!value_dims (a, ad) || !value_dims (b, bd) || !value_dims (mm->outputs[0], od))
-    return (*why = g_strdup ("GEMM without static shapes")) == NULL;
-  if (a->dtype != PL_DTYPE_F32 && a->dtype != PL_DTYPE_F64)
-    return (*why = g_strdup_printf ("GEMM of %s", pl_dtype_name (a->dtype))) == NULL;
-  int ra = a->shape.rank, rb = b->shape.rank;
-  /* 1-D operands: a row vector (A) or a column vector (B) */
-  int64_t am[2] = { ra >= 2 ? ad[ra - 2] : 1, ad[ra - 1] };
-  int64_t bm[2] = { rb >= 2 ? bd[rb - 2] : bd[0], rb >= 2 ? bd[rb - 1] : 1 };
-  if (ra < 1 || rb < 1)
-    return (*why = g_strdup ("GEMM of scalars")) == NULL;
-  g->dtype = a->dtype;
-  g->trans_a = ta;
-  g->trans_b = tb;
-  g->M = ta ? am[1] : am[0];
-  g->K = ta ? am[0] : am[1];
-  g->N = tb ? bm[0] : bm[1];
-  if ((tb ? bm[1] : bm[0]) != g->K)
-    return (*why = g_strdup ("GEMM: inner dims differ")) == NULL;
-  g->alpha = mm->op == PL_OP_Gemm ? pl_node_attr_float (mm, "alpha", 1.0f) : 1.0;
-  int ba = MAX (ra - 2, 0), bb = MAX (rb - 2, 0);
-  g->batch_rank = MAX (ba, bb);
-  g->batch = 1;
-  int64_t sa = g->M * g->K, sb = g->K * g->N;
-  for (int k = g->batch_rank - 1; k >= 0; k--)
-    {
-      int ia = k - (g->batch_rank - ba), ib = k - (g->batch_rank - bb);
-      int64_t da = ia >= 0 ? ad[ia] : 1, db = ib >= 0 ? bd[ib] : 1;
-      if (da != db && da != 1 && db != 1)
-        return (*why = g_strdup ("GEMM: batch dims do not broadcast")) == NULL;
-      g->batch_dims[k] = MAX (da, db);
-      g->a_strides[k] = da == 1 ? 0 : sa;
-      g->b_strides[k] = db == 1 ? 0 : sb;
-      sa *= da;
-      sb *= db;
-      g->batch *= g->batch_dims[k];
-    }
-  g->a_slot = gemm_slot (L, a);
-  g->b_slot = gemm_slot (L, b);
-  p->flops = 2 * g->batch * g->M * g->N * g->K;
-  g_autofree char *batch = g->batch > 1 ? g_strdup_printf ("%" G_GINT64_FORMAT " x ", g->batch) : g_strdup ("");
-  p->note = g_strdup_printf ("gemm %s%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "%s%s", batch,
-                             g->M, g->N, g->K, ta ? " transA" : "", tb ? " transB" : "");
-  return true;
-}
-
-bool
-pl_conv_desc_from_node (const PlNode *conv, PlConvDesc *c, char **why)
-{
-  memset (c, 0, sizeof *c);
-  int64_t xd[PL_MAX_RANK], wd[PL_MAX_RANK], od[PL_MAX_RANK];
-  PlValue *x = conv->inputs[0], *w = conv->n_inputs > 1 ? conv->inputs[1] : NULL;
-  if (!value_dims (x, xd) || !value_dims (w, wd) || !value_dims (conv->outputs[0], od) || x->shape.rank < 3)
-    return (*why = g_strdup ("Conv without static shapes")) == NULL;
-  if (x->dtype != PL_DTYPE_F32 && x->dtype != PL_DTYPE_F64)
-    return (*why = g_strdup_printf ("Conv of %s", pl_dtype_name (x->dtype))) == NULL;
-  int n = x->shape.rank - 2;
-  c->dtype = x->dtype;
-  c->n = n;
-  c->batch = xd[0];
-  c->c_in = xd[1];
-  c->c_out = wd[0];
-  c->group = pl_node_attr_int (conv, "group", 1);
-  if (c->group < 1 || c->c_in % c->group || c->c_out % c->group || wd[1] != c->c_in / c->group)
-    return (*why = g_strdup ("Conv: bad group")) == NULL;
-  const int64_t *v;
-  int k;
-  for (int i = 0; i < n; i++)
-    {
-      c->in[i] = xd[2 + i];
-      c->kernel[i] = wd[2 + i];
-      c->out[i] = od[2 + i];
-      c->strides[i] = c->dilations[i] = 1;
-      c->pads[i] = c->pads[n + i] = 0;
-    }
-  if (pl_node_attr_ints (conv, "strides", &v, &k) && k == n)
-    memcpy (c->strides, v, sizeof (int64_t) * n);
-  if (pl_node_attr_ints (conv, "dilations", &v, &k) && k == n)
-    memcpy (c->dilations, v, sizeof (int64_t) * n);
-  const char *auto_pad = pl_node_attr_string (conv, "auto_pad", "NOTSET");
-  if (strcmp (auto_pad, "NOTSET") == 0)
-    {
-      if (pl_node_attr_ints (conv, "pads", &v, &k) && k == 2 * n)
-        memcpy (c->pads, v, sizeof (int64_t) * 2 * n);
-    }
-  else if (strcmp (auto_pad, "SAME_UPPER") == 0 || strcmp (auto_pad, "SAME_LOWER") == 0)
-    for (int i = 0; i < n; i++)
-      {
-        int64_t total = MAX (0, (c->out[i] - 1) * c->strides[i] + (c->kernel[i] - 1) * c->dilations[i] + 1 - c->in[i]);
-        int64_t small = total / 2;
-        c->pads[i] = auto_pad[5] == 'U' ? small : total - small;
-        c->pads[n + i] = total - c->pads[i];
-      }
-  c->col_rows = c->c_in / c->group;
-  c->col_cols = 1;
-  for (int i = 0; i < n; i++)
-    {
-      c->col_rows *= c->kernel[i];
-      c->col_cols *= c->out[i];
-    }
-  c->x_layout = x->layout;
-  c->y_layout = conv->outputs[0]->layout;
-  const char *impl = pl_node_attr_string (conv, "impl", "gemm");
-  if (strcmp (impl, "gemm") == 0)
-    c->impl = PL_CONV_IMPL_GEMM;
-  else if (strcmp (impl, "direct") == 0)
-    c->impl = PL_CONV_IMPL_DIRECT;
-  else
-    return (*why = g_strdup_printf ("Conv: unknown impl '%s' (gemm or direct)", impl)) == NULL;
-  if (pl_node_attr_ints (conv, "tile", &v, &k) && k == 3)
-    memcpy (c->tile, v, sizeof c->tile);
-  return true;
-}
-
-static bool
-conv_desc (PlKernelPlan *p, PlLower *L, const PlNode *conv, char **why)
-{
-  PlConvDesc *c = &p->conv;
-  if (!pl_conv_desc_from_node (conv, c, why))
-    return false;
-  c->x_slot = pl_lower_slot (L, conv->inputs[0]);
-  c->w_slot = pl_lower_slot (L, conv->inputs[1]);
-  p->flops = 2 * c->batch * c->c_out * c->col_cols * c->col_rows;
-  g_autofree char *direct_why = NULL;
-  if (c->impl == PL_CONV_IMPL_DIRECT && !pl_conv_direct_supported (c, &direct_why))
-    c->impl = PL_CONV_IMPL_GEMM;   /* the note says why */
-  GString *note = g_string_new (NULL);
-  g_string_append_printf (note, "conv %s %s", c->impl == PL_CONV_IMPL_DIRECT ? "direct" : "im2col+gemm",
-                          pl_layout_name (c->y_layout));
-  if (c->x_layout != c->y_layout)
-    g_string_append_printf (note, " (X %s)", pl_layout_name (c->x_layout));
-  if (c->n != 2)
-    g_string_append_printf (note, ", %dd", c->n);
-  if (c->group > 1)
-    g_string_append_printf (note, ", group %" G_GINT64_FORMAT, c->group);
-  if (direct_why)
-    g_string_append_printf (note, " (direct: %s)", direct_why);
-  p->note = g_string_free (note, FALSE);
-  return true;
-}
-
-/* Marks the members downstream of lib (its epilogue); false if some member
- * is neither absorbed nor downstream. */
-static bool
-epilogue_members (GHashTable *members, const PlNode *lib, GHashTable *absorbed, PlNode *const *nodes, int n,
-                  GHashTable *epi)
-{
-  g_hash_table_add (epi, (gpointer) lib);
-  for (int i = 0; i < n; i++)
-    {
-      PlNode *x = nodes[i];
-      if (x == lib || g_hash_table_contains (absorbed, x))
-        continue;
-      bool down = false;
-      for (int k = 0; k < x->n_inputs && !down; k++)
-        down = x->inputs[k] && x->inputs[k]->producer && g_hash_table_contains (epi, x->inputs[k]->producer);
-      if (!down)
-        return false;
-      g_hash_table_add (epi, x);
-    }
-  return true;
-}
-
-static PlKernelPlan *
-plan_library (const char *name, PlNode *lib, PlNode *const *nodes, int n, PlValue *const *outputs, int n_out,
-              GError **error)
-{
-  PlKernelPlan *p = plan_new (lib->op == PL_OP_Conv ? PL_PLAN_CONV : PL_PLAN_GEMM, name, nodes, n);
-  PlLower L;
-  lower_init (&L, p, nodes, n);
-  L.lib_node = lib;
-  L.lib_value = lib->outputs[0];
-  g_autoptr (GHashTable) absorbed = g_hash_table_new (NULL, NULL);
-  g_autoptr (GHashTable) epi = g_hash_table_new (NULL, NULL);
-  g_autofree char *why = NULL;
-  int64_t d[PL_MAX_RANK];
-  value_dims (lib->outputs[0], d);
-  set_domain (&L, lib->outputs[0]->shape.rank, d);
-
-  bool ok = lib->op == PL_OP_Conv ? conv_desc (p, &L, lib, &why) : gemm_desc (p, &L, lib, absorbed, &why);
-  if (ok && !epilogue_members (L.members, lib, absorbed, nodes, n, epi))
-    ok = (why = g_strdup ("nodes besides the library call and its epilogue")) == NULL;
-  bool extra = lib->n_inputs > 2 && lib->inputs[2];   /* Gemm's C, Conv's bias */
-  /* a GEMM writes row-major: a result stored in another layout goes
-   * through an epilogue that reorders it */
-  bool raw_layout = lib->op == PL_OP_Conv || L.lib_value->layout == PL_LAYOUT_NCHW;
-  bool plain = ok && !extra && n_out == 1 && outputs[0] == L.lib_value && raw_layout;
-  if (ok && !plain)
-    {
-      /* the epilogue: a pointwise loop over the outputs reading the raw result */
-      int64_t od[PL_MAX_RANK];
-      if (!value_dims (outputs[0], od) || !dims_equal (outputs[0]->shape.rank, od, L.rank, L.dims))
-        ok = (why = g_strdup ("epilogue of another shape than the library result")) == NULL;
-      else
-        {
-          g_ptr_array_add (p->inputs, L.lib_value);
-          p->lib_slot = (int) p->inputs->len - 1;
-          g_hash_table_insert (L.slots, L.lib_value, GINT_TO_POINTER (p->lib_slot + 1));
-          ok = lower_outputs (&L, outputs, n_out);
-          if (!ok)
-            why = g_strdup (L.why);
-        }
-      if (ok)
-        {
-          /* in place when the result is read only where output 0 is written
-           * (which also says the raw result and output 0 share a layout) */
-          const PlIdx *self = g_array_index (p->loop->stores, PlStore, 0).index;
-          p->in_place = !pl_value_is_output (L.lib_value) && outputs[0]->dtype == L.lib_value->dtype;
-          for (int o = 0; o < n_out; o++)
-            p->in_place &= outputs[o] != L.lib_value;
-          for (guint i = 0; i < p->loop->instrs->len; i++)
-            {
-              PlInstr *x = &g_array_index (p->loop->instrs, PlInstr, i);
-              if (x->op == PL_SOP_LOAD && x->slot == p->lib_slot && x->index != self)
-                p->in_place = false;
-            }
-          p->flops += loop_flops (p->loop);
-        }
-    }
-  else if (ok)
-    {
-      g_ptr_array_add (p->outputs, outputs[0]);
-      loop_plan_free (p->loop);
-      p->loop = NULL;
-    }
-  if (!ok)
-    {
-      g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "%s", why ? why : "cannot generate");
-      lower_clear (&L);
-      pl_kernel_plan_free (p);
-      return NULL;
-    }
-  lower_clear (&L);
+  pl_lower_clear (&L);
   return p;
 }
 
@@ -1222,7 +606,7 @@ pl_kernel_plan_new (const char *name, PlNode *const *nodes, int n, PlValue *cons
       return NULL;
     }
   if (lib)
-    return plan_library (name, lib, nodes, n, outputs, n_outputs, error);
+    return pl_plan_library (name, lib, nodes, n, outputs, n_outputs, error);
   return plan_loop (name, nodes, n, outputs, n_outputs, hints, error);
 }
 
@@ -1254,7 +638,7 @@ is_alias_op (const PlNode *node)
 static PlKernelPlan *
 plan_single (const char *name, PlNode *node, PlPlanKind kind, const char *note)
 {
-  PlKernelPlan *p = plan_new (kind, name, &node, 1);
+  PlKernelPlan *p = pl_plan_new (kind, name, &node, 1);
   p->node = node;
   for (int i = 0; i < node->n_inputs; i++)
     g_ptr_array_add (p->inputs, node->inputs[i]);
