@@ -57,50 +57,13 @@
 #define G_LOG_DOMAIN "passlab"
 #include "builtin-passes.h"
 #include "calibrate.h"
+#include "layout-pass-private.h"
 #include "layout-private.h"
 #include "layout-search.h"
 
 #include <math.h>
 #include <string.h>
 
-/* The cost of something impossible (an unsupported choice or transform):
- * finite, so sums stay ordered, and far above any real plan. */
-#define PENALTY 1e9
-#define MAX_LINES 40
-
-typedef struct {
-  PlCostSource source;
-  bool         measured_mode;
-  PlBackend    backend;
-  guint        layouts;       /* bit per PlLayout */
-  guint        impls;         /* bit per PlConvImpl */
-  int          force;         /* PlLayout, or -1 */
-  const char  *table;
-  int64_t      max_visits;
-  int          tune;          /* trials of the pruned tile search per direct conv and layout; 0: pebble tile */
-} Params;
-
-typedef enum { PN_SOURCE, PN_NODE, PN_HUB, PN_SINK } PnKind;
-
-/* One problem node; choice c is (layout[c], impl[c]) at cost[c]. */
-typedef struct {
-  PnKind       kind;
-  PlNode      *node;        /* PN_NODE */
-  PlValue     *value;       /* PN_SOURCE, PN_HUB: the value; PN_SINK: the output's root */
-  bool         conv, pointwise, pool;
-  int          n_choices;
-  PlLayout     layout[PL_LS_MAX_CHOICES];
-  PlConvImpl   impl[PL_LS_MAX_CHOICES];
-  PlCost       cost[PL_LS_MAX_CHOICES];
-} PNode;
-
-typedef struct {
-  GArray     *pnodes;       /* PNode */
-  GArray     *edges;        /* PlLsEdge */
-  GArray     *edge_value;   /* PlValue*, per edge: the data it carries */
-  GHashTable *pnode_of;     /* PlNode* -> index + 1 */
-  GHashTable *hub_of;       /* PlValue* (root) -> index + 1 of its hub or producer */
-} Model;
 
 /* --- parameters ---------------------------------------------------------------------- */
 
@@ -206,16 +169,16 @@ read_params (const PlPassArgs *args, Params *p, GError **error)
 /* --- the model ----------------------------------------------------------------------- */
 
 /* The value v transforms, through any LayoutTransform nodes (a previous run's). */
-static PlValue *
-root_of (PlValue *v)
+PlValue *
+pl_lp_root_of (PlValue *v)
 {
   while (v && v->producer && v->producer->op == PL_OP_LayoutTransform)
     v = v->producer->inputs[0];
   return v;
 }
 
-static bool
-static_rank4 (const PlValue *v)
+bool
+pl_lp_static_rank4 (const PlValue *v)
 {
   return v && v->shape.rank == 4 && pl_shape_is_static (&v->shape);
 }
@@ -238,15 +201,15 @@ static bool
 is_pointwise (const PlNode *node)
 {
   const PlOpInfo *info = pl_op_info (node->op);
-  if (!info || info->category != PL_CAT_ELEMENTWISE || node->n_outputs < 1 || !static_rank4 (node->outputs[0]))
+  if (!info || info->category != PL_CAT_ELEMENTWISE || node->n_outputs < 1 || !pl_lp_static_rank4 (node->outputs[0]))
     return false;
   for (int k = 1; k < node->n_outputs; k++)
     if (node->outputs[k])
       return false;
   for (int k = 0; k < node->n_inputs; k++)
     {
-      PlValue *r = root_of (node->inputs[k]);
-      if (r && !is_constant (r) && static_rank4 (r) && pl_shape_equal (&r->shape, &node->outputs[0]->shape))
+      PlValue *r = pl_lp_root_of (node->inputs[k]);
+      if (r && !is_constant (r) && pl_lp_static_rank4 (r) && pl_shape_equal (&r->shape, &node->outputs[0]->shape))
         return true;
     }
   return false;
@@ -256,15 +219,15 @@ is_pointwise (const PlNode *node)
 static bool
 is_pool (const PlNode *node)
 {
-  if (node->n_inputs < 1 || node->n_outputs < 1 || !static_rank4 (node->inputs[0]) || !static_rank4 (node->outputs[0]))
+  if (node->n_inputs < 1 || node->n_outputs < 1 || !pl_lp_static_rank4 (node->inputs[0]) || !pl_lp_static_rank4 (node->outputs[0]))
     return false;
   g_autofree char *key = pl_calibration_pool_key (node, PL_LAYOUT_NCHW);
   return key != NULL;
 }
 
 /* Whether input slot k of a decision node follows the node's layout. */
-static bool
-slot_follows (const PNode *pn, int k, const PlValue *root)
+bool
+pl_lp_slot_follows (const PNode *pn, int k, const PlValue *root)
 {
   if (pn->conv || pn->pool)
     return k == 0;
@@ -359,7 +322,7 @@ classify (PlNode *node, PlCalibration *cal, const Params *p)
 {
   PNode pn = fixed_pnode (PN_NODE);
   pn.node = node;
-  if (node->op == PL_OP_Conv && static_rank4 (node->inputs[0]))
+  if (node->op == PL_OP_Conv && pl_lp_static_rank4 (node->inputs[0]))
     {
       g_autofree char *key = pl_calibration_conv_key (node, PL_LAYOUT_NCHW, PL_CONV_IMPL_GEMM);
       if (key)
@@ -411,7 +374,7 @@ produced (const PNode *pn, GPtrArray *outs)
     g_ptr_array_add (outs, pn->value);
   else if (pn->kind == PN_NODE)
     for (int k = 0; k < pn->node->n_outputs; k++)
-      if (static_rank4 (pn->node->outputs[k]))
+      if (pl_lp_static_rank4 (pn->node->outputs[k]))
         g_ptr_array_add (outs, pn->node->outputs[k]);
   return outs;
 }
@@ -459,8 +422,8 @@ build_model (Model *M, PlGraph *g, PlCalibration *cal, const Params *p, GError *
       const PNode *pn = &g_array_index (real, PNode, i);
       for (int k = 0; k < pn->node->n_inputs; k++)
         {
-          PlValue *r = root_of (pn->node->inputs[k]);
-          if (!static_rank4 (r) || !slot_follows (pn, k, r))
+          PlValue *r = pl_lp_root_of (pn->node->inputs[k]);
+          if (!pl_lp_static_rank4 (r) || !pl_lp_slot_follows (pn, k, r))
             continue;
           GPtrArray *list = g_hash_table_lookup (readers, r);
           if (!list)
@@ -477,8 +440,8 @@ build_model (Model *M, PlGraph *g, PlCalibration *cal, const Params *p, GError *
   g_autoptr (GPtrArray) sinks = g_ptr_array_new ();
   for (guint i = 0; i < g->outputs->len; i++)
     {
-      PlValue *r = root_of (g->outputs->pdata[i]);
-      if (static_rank4 (r) && g_hash_table_add (is_sink, r))
+      PlValue *r = pl_lp_root_of (g->outputs->pdata[i]);
+      if (pl_lp_static_rank4 (r) && g_hash_table_add (is_sink, r))
         g_ptr_array_add (sinks, r);
     }
   for (guint i = 0; i < sources->len; i++)
@@ -582,10 +545,6 @@ solve (const Model *M, int force, int64_t max_visits)
   return pl_ls_solve (&prob, max_visits);
 }
 
-/* The parts of a plan's predicted time. */
-typedef struct {
-  double convs, pointwise, pools, transforms, total;
-} Totals;
 
 static Totals
 plan_totals (const Model *M, const PlLsSolution *s)
@@ -609,464 +568,6 @@ plan_totals (const Model *M, const PlLsSolution *s)
     }
   t.total = t.convs + t.pointwise + t.pools + t.transforms;
   return t;
-}
-
-/* --- applying a plan ----------------------------------------------------------------- */
-
-typedef struct {
-  PlGraph       *g;
-  GHashTable    *transform_of;   /* (root id, layout) -> LayoutTransform node */
-  GPtrArray     *added;          /* LayoutTransform nodes made by this run */
-  bool           changed;
-} Apply;
-
-static gpointer
-transform_key (const PlValue *root, PlLayout to)
-{
-  return GSIZE_TO_POINTER ((gsize) root->id * PL_LAYOUT_COUNT + to + 1);
-}
-
-static bool
-set_layout (Apply *A, PlValue *v, PlLayout layout)
-{
-  if (v && v->layout != layout)
-    {
-      v->layout = layout;
-      A->changed = true;
-    }
-  return true;
-}
-
-/* The value to read v in layout `to`: v itself, or a (new or reused) transform of it. */
-static PlValue *
-in_layout (Apply *A, PlValue *v, PlLayout to, GError **error)
-{
-  if (v->layout == to)
-    return v;
-  PlNode *t = g_hash_table_lookup (A->transform_of, transform_key (v, to));
-  if (t)
-    return t->outputs[0];
-  g_autofree char *lower = g_ascii_strdown (pl_layout_name (to), -1);
-  g_autofree char *base = g_strdup_printf ("%s_%s", v->name, lower);
-  g_autofree char *name = pl_graph_unique_name (A->g, base);
-  t = pl_graph_add_node (A->g, "LayoutTransform", NULL, name, 1, &v, 1, (const char *const[]) { name }, error);
-  if (!t)
-    return NULL;
-  pl_node_set_attr_string (t, "to", pl_layout_name (to));
-  if (!pl_node_infer (t, error))
-    return NULL;
-  g_hash_table_insert (A->transform_of, transform_key (v, to), t);
-  g_ptr_array_add (A->added, t);
-  A->changed = true;
-  return t->outputs[0];
-}
-
-/* The value a reader of root r that needs layout `to` reads, as the model
- * priced it: r itself when the layouts agree; with a hub, r transformed once
- * to the hub's layout (shared) and, for readers that need yet another
- * layout, transformed again from there; else one transform of r. */
-static PlValue *
-read_as (Apply *A, const Model *M, const PlLsSolution *s, PlValue *r, PlLayout to, GError **error)
-{
-  if (r->layout == to)
-    return r;
-  int hub = GPOINTER_TO_INT (g_hash_table_lookup (M->hub_of, r)) - 1;
-  if (hub < 0)
-    return in_layout (A, r, to, error);
-  PlValue *shared = in_layout (A, r, g_array_index (M->pnodes, PNode, hub).layout[s->choice[hub]], error);
-  return shared ? in_layout (A, shared, to, error) : NULL;
-}
-
-static void
-set_conv_impl (Apply *A, PlCalibration *cal, PlNode *conv, PlLayout layout, PlConvImpl impl)
-{
-  const char *had = pl_node_attr_string (conv, "impl", NULL);
-  if (impl == PL_CONV_IMPL_DIRECT)
-    {
-      int64_t tile[3];
-      pl_calibration_conv_tile (cal, conv, layout, tile);
-      const int64_t *v;
-      int n;
-      bool same_tile = tile[0] > 0 ? pl_node_attr_ints (conv, "tile", &v, &n) && n == 3 && memcmp (v, tile, sizeof tile) == 0
-                                   : !pl_node_attr (conv, "tile");
-      if (g_strcmp0 (had, "direct") != 0)
-        pl_node_set_attr_string (conv, "impl", "direct");
-      if (!same_tile && tile[0] > 0)
-        pl_node_set_attr_ints (conv, "tile", tile, 3);
-      else if (!same_tile)
-        pl_node_remove_attr (conv, "tile");
-      A->changed |= g_strcmp0 (had, "direct") != 0 || !same_tile;
-    }
-  else if (g_strcmp0 (had, "direct") == 0 || pl_node_attr (conv, "tile"))
-    {
-      if (g_strcmp0 (had, "direct") == 0)
-        pl_node_remove_attr (conv, "impl");
-      pl_node_remove_attr (conv, "tile");
-      A->changed = true;
-    }
-}
-
-/* Graph output i is read through want: the old value keeps its data under
- * "<name>_<layout>", want takes the output's name. */
-static bool
-set_output (Apply *A, int i, PlValue *want, GError **error)
-{
-  PlValue *old = A->g->outputs->pdata[i];
-  if (old == want)
-    return true;
-  bool named = true;
-  for (int k = 0; k < i; k++)
-    named &= A->g->outputs->pdata[k] != want;   /* an earlier output already named it */
-  if (named)
-    {
-      g_autofree char *name = g_strdup (old->name);
-      g_autofree char *lower = g_ascii_strdown (pl_layout_name (old->layout), -1);
-      g_autofree char *base = g_strdup_printf ("%s_%s", name, lower);
-      g_autofree char *aside = pl_graph_unique_name (A->g, base);
-      if (!pl_value_rename (old, aside, error) || !pl_value_rename (want, name, error))
-        return false;
-    }
-  pl_graph_set_output (A->g, i, want);
-  A->changed = true;
-  return true;
-}
-
-/* Removes transforms nobody reads any more (a previous plan's). */
-static void
-remove_unused_transforms (Apply *A)
-{
-  for (;;)
-    {
-      g_autoptr (GPtrArray) dead = g_ptr_array_new ();
-      for (guint i = 0; i < A->g->nodes->len; i++)
-        {
-          PlNode *n = A->g->nodes->pdata[i];
-          if (n->op == PL_OP_LayoutTransform && n->outputs[0]->n_uses == 0 && !pl_value_is_output (n->outputs[0]))
-            g_ptr_array_add (dead, n);
-        }
-      if (dead->len == 0)
-        return;
-      for (guint i = 0; i < dead->len; i++)
-        g_ptr_array_remove (A->added, dead->pdata[i]);
-      pl_graph_remove_nodes (A->g, (PlNode *const *) dead->pdata, (int) dead->len);
-      A->changed = true;
-    }
-}
-
-/* Places each new transform right before its first reader (graph-output
- * transforms right after their producer), so the schedule converts data
- * when it is needed, not when the node list happens to end. */
-static bool
-place_new_transforms (Apply *A, GError **error)
-{
-  if (A->added->len == 0)
-    return true;
-  int n = 0;
-  g_autofree PlNode **order = pl_graph_topo_order (A->g, &n, error);
-  if (!order)
-    return false;
-  g_autoptr (GHashTable) fresh = g_hash_table_new (NULL, NULL);
-  for (guint i = 0; i < A->added->len; i++)
-    g_hash_table_add (fresh, A->added->pdata[i]);
-  g_autoptr (GPtrArray) out = g_ptr_array_sized_new (n);
-  g_autoptr (GHashTable) placed = g_hash_table_new (NULL, NULL);
-  for (int i = 0; i < n; i++)
-    {
-      PlNode *node = order[i];
-      if (g_hash_table_contains (fresh, node))
-        continue;
-      for (int k = 0; k < node->n_inputs; k++)
-        {
-          PlNode *t = node->inputs[k] ? node->inputs[k]->producer : NULL;
-          if (t && g_hash_table_contains (fresh, t) && g_hash_table_add (placed, t))
-            g_ptr_array_add (out, t);
-        }
-      g_ptr_array_add (out, node);
-      for (int o = 0; o < node->n_outputs; o++)
-        for (int u = 0; node->outputs[o] && u < node->outputs[o]->n_uses; u++)
-          {
-            PlNode *t = node->outputs[o]->uses[u].node;
-            if (g_hash_table_contains (fresh, t) && t->outputs[0]->n_uses == 0 && g_hash_table_add (placed, t))
-              g_ptr_array_add (out, t);
-          }
-    }
-  for (guint i = 0; i < A->added->len; i++)
-    if (g_hash_table_add (placed, A->added->pdata[i]))
-      g_ptr_array_add (out, A->added->pdata[i]);
-  pl_graph_set_node_order (A->g, (PlNode *const *) out->pdata, (int) out->len);
-  return true;
-}
-
-static bool
-apply_plan (PlGraph *g, const Model *M, const PlLsSolution *s, PlCalibration *cal, bool *changed, GError **error)
-{
-  Apply A = { .g = g };
-  A.transform_of = g_hash_table_new (NULL, NULL);
-  A.added = g_ptr_array_new ();
-  bool ok = true;
-  /* layouts and conv attributes */
-  for (guint i = 0; i < M->pnodes->len; i++)
-    {
-      const PNode *pn = &g_array_index (M->pnodes, PNode, i);
-      if (pn->kind != PN_NODE)
-        continue;
-      PlLayout l = pn->layout[s->choice[i]];
-      bool decides = pn->conv || pn->pointwise || pn->pool;
-      for (int k = 0; k < pn->node->n_outputs; k++)
-        set_layout (&A, pn->node->outputs[k], decides && k == 0 ? l : PL_LAYOUT_NCHW);
-      if (pn->conv)
-        set_conv_impl (&A, cal, pn->node, l, pn->impl[s->choice[i]]);
-    }
-  /* the transforms there are (a previous plan's), to reuse */
-  for (guint i = 0; i < g->nodes->len; i++)
-    {
-      PlNode *t = g->nodes->pdata[i];
-      PlLayout to;
-      if (t->op == PL_OP_LayoutTransform && t->inputs[0] && pl_layout_parse (pl_node_attr_string (t, "to", ""), &to) &&
-          !g_hash_table_contains (A.transform_of, transform_key (t->inputs[0], to)))
-        g_hash_table_insert (A.transform_of, transform_key (t->inputs[0], to), t);
-    }
-  /* every reader reads its root in the layout it needs */
-  for (guint i = 0; ok && i < M->pnodes->len; i++)
-    {
-      const PNode *pn = &g_array_index (M->pnodes, PNode, i);
-      if (pn->kind != PN_NODE)
-        continue;
-      PlLayout l = pn->conv || pn->pointwise || pn->pool ? pn->layout[s->choice[i]] : PL_LAYOUT_NCHW;
-      for (int k = 0; ok && k < pn->node->n_inputs; k++)
-        {
-          PlValue *v = pn->node->inputs[k], *r = root_of (v);
-          if (!v)
-            continue;
-          PlValue *want = static_rank4 (r) && slot_follows (pn, k, r) ? read_as (&A, M, s, r, l, error) : r;
-          if (!want)
-            ok = false;
-          else if (want != v)
-            {
-              pl_node_set_input (pn->node, k, want);
-              A.changed = true;
-            }
-        }
-    }
-  for (guint i = 0; ok && i < g->outputs->len; i++)
-    {
-      PlValue *r = root_of (g->outputs->pdata[i]);
-      PlValue *want = static_rank4 (r) ? read_as (&A, M, s, r, PL_LAYOUT_NCHW, error) : r;
-      ok = want && set_output (&A, (int) i, want, error);
-    }
-  if (ok)
-    {
-      remove_unused_transforms (&A);
-      ok = place_new_transforms (&A, error);
-    }
-  *changed = A.changed;
-  g_hash_table_unref (A.transform_of);
-  g_ptr_array_unref (A.added);
-  return ok;
-}
-
-/* --- the report ---------------------------------------------------------------------- */
-
-/* "1x64x56x56 -> 64 k3x3 s1 p1" */
-static char *
-conv_shape (const PlNode *conv)
-{
-  PlConvDesc c;
-  g_autofree char *why = NULL;
-  if (!pl_conv_desc_from_node (conv, &c, &why) || c.n != 2)
-    return g_strdup ("?");
-  GString *s = g_string_new (NULL);
-  g_string_append_printf (s, "%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
-                          " -> %" G_GINT64_FORMAT " k%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT,
-                          c.batch, c.c_in, c.in[0], c.in[1], c.c_out, c.kernel[0], c.kernel[1]);
-  if (c.strides[0] != 1 || c.strides[1] != 1)
-    g_string_append_printf (s, " s%" G_GINT64_FORMAT, c.strides[0]);
-  if (c.pads[0] || c.pads[1])
-    g_string_append_printf (s, " p%" G_GINT64_FORMAT, c.pads[0]);
-  if (c.group != 1)
-    g_string_append_printf (s, " g%" G_GINT64_FORMAT, c.group);
-  return g_string_free (s, FALSE);
-}
-
-/* "1x64x112x112 max k3x3 s2 p1", "1x512x7x7 global avg" */
-static char *
-pool_shape (const PlNode *pool)
-{
-  PlPoolDesc d;
-  g_autofree char *why = NULL;
-  if (!pl_pool_desc_from_node (pool, &d, &why) || d.n != 2)
-    return g_strdup ("?");
-  const char *kind = d.kind == PL_POOL_MAX ? "max" : "avg";
-  GString *s = g_string_new (NULL);
-  g_string_append_printf (s, "%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT " ",
-                          d.batch, d.channels, d.in[0], d.in[1]);
-  if (d.global)
-    g_string_append_printf (s, "global %s", kind);
-  else
-    g_string_append_printf (s, "%s k%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, kind, d.kernel[0], d.kernel[1]);
-  if (!d.global && (d.strides[0] != 1 || d.strides[1] != 1))
-    g_string_append_printf (s, " s%" G_GINT64_FORMAT, d.strides[0]);
-  if (d.pads[0] || d.pads[1])
-    g_string_append_printf (s, " p%" G_GINT64_FORMAT, d.pads[0]);
-  return g_string_free (s, FALSE);
-}
-
-static const char *
-impl_name (PlConvImpl impl)
-{
-  return impl == PL_CONV_IMPL_DIRECT ? "direct" : "gemm";
-}
-
-/* The best cost of pn in layout l over its impls (INFINITY: none). */
-static double
-best_in_layout (const PNode *pn, PlLayout l)
-{
-  double best = INFINITY;
-  for (int c = 0; c < pn->n_choices; c++)
-    if (pn->layout[c] == l)
-      best = MIN (best, pn->cost[c].ms);
-  return best;
-}
-
-/* The table of the convs (pools: of the pools): shape, plan, predicted ms,
- * the best in each layout; counts[source] of the chosen costs. */
-static void
-report_table (PlPassReport *report, const Model *M, const PlLsSolution *s, const Params *p, PlCalibration *cal,
-              bool pools, int counts[3])
-{
-  GString *head = g_string_new (NULL);
-  g_string_append_printf (head, "%-16s %-28s %-12s %9s", pools ? "pool" : "conv", "shape", "plan", "ms");
-  for (int l = 0; l < PL_LAYOUT_COUNT; l++)
-    if (p->layouts & (1u << l))
-      g_string_append_printf (head, " %9s", pl_layout_name (l));
-  g_string_append (head, "  source");
-  pl_pass_report_printf (report, "%s", head->str);
-  g_string_free (head, TRUE);
-  int lines = 0;
-  for (guint i = 0; i < M->pnodes->len; i++)
-    {
-      const PNode *pn = &g_array_index (M->pnodes, PNode, i);
-      if (!(pools ? pn->pool : pn->conv))
-        continue;
-      int c = s->choice[i];
-      counts[pn->cost[c].source]++;
-      if (lines++ >= MAX_LINES)
-        continue;
-      g_autofree char *shape = pools ? pool_shape (pn->node) : conv_shape (pn->node);
-      g_autofree char *plan = pools ? g_strdup (pl_layout_name (pn->layout[c]))
-                                    : g_strdup_printf ("%s %s", pl_layout_name (pn->layout[c]), impl_name (pn->impl[c]));
-      GString *line = g_string_new (NULL);
-      g_string_append_printf (line, "%-16s %-28s %-12s %9.4f", pn->node->name, shape, plan, pn->cost[c].ms);
-      for (int l = 0; l < PL_LAYOUT_COUNT; l++)
-        if (p->layouts & (1u << l))
-          {
-            double ms = best_in_layout (pn, l);
-            if (isfinite (ms))
-              g_string_append_printf (line, " %9.4f", ms);
-            else
-              g_string_append_printf (line, " %9s", "-");
-          }
-      g_string_append_printf (line, "  %s", pl_cost_source_name (pn->cost[c].source));
-      int64_t t[3];
-      if (!pools && pn->impl[c] == PL_CONV_IMPL_DIRECT && (pl_calibration_conv_tile (cal, pn->node, pn->layout[c], t), t[0] > 0))
-        g_string_append_printf (line, ", tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, t[0], t[1],
-                                t[2]);
-      pl_pass_report_printf (report, "%s", line->str);
-      g_string_free (line, TRUE);
-    }
-  if (lines > MAX_LINES)
-    pl_pass_report_printf (report, "... and %d more %s", lines - MAX_LINES, pools ? "pools" : "convs");
-}
-
-/* The transforms in the graph now, one line each; returns their predicted ms. */
-static double
-report_transforms (PlPassReport *report, PlGraph *g, PlCalibration *cal, int *count, int counts[3])
-{
-  double total = 0;
-  *count = 0;
-  for (guint i = 0; i < g->nodes->len; i++)
-    {
-      PlNode *t = g->nodes->pdata[i];
-      if (t->op != PL_OP_LayoutTransform)
-        continue;
-      PlValue *x = t->inputs[0], *y = t->outputs[0];
-      PlCost c = pl_calibration_transform (cal, x, x->layout, y->layout);
-      total += c.ms;
-      counts[c.source]++;
-      if ((*count)++ >= MAX_LINES)
-        continue;
-      GString *readers = g_string_new (NULL);
-      for (int u = 0; u < y->n_uses; u++)
-        g_string_append_printf (readers, "%s%s", u ? ", " : "", y->uses[u].node->name);
-      if (pl_value_is_output (y))
-        g_string_append_printf (readers, "%sthe graph output", y->n_uses ? ", " : "");
-      pl_pass_report_printf (report, "  %s: %s %s -> %s, %.4f ms %s, for %s", t->name, x->name, pl_layout_name (x->layout),
-                             pl_layout_name (y->layout), c.ms, pl_cost_source_name (c.source), readers->str);
-      g_string_free (readers, TRUE);
-    }
-  if (*count > MAX_LINES)
-    pl_pass_report_printf (report, "  ... and %d more", *count - MAX_LINES);
-  return total;
-}
-
-static void
-report_totals (PlPassReport *report, const Totals *plan, const Totals *single_t, const Params *p)
-{
-  int best = -1;
-  GString *all = g_string_new (NULL);
-  for (int l = 0; l < PL_LAYOUT_COUNT; l++)
-    {
-      if (!(p->layouts & (1u << l)))
-        continue;
-      bool feasible = single_t[l].total < PENALTY;
-      g_string_append_printf (all, "%s%s ", all->len ? ", " : "", pl_layout_name (l));
-      if (feasible)
-        g_string_append_printf (all, "%.4f", single_t[l].total);
-      else
-        g_string_append (all, "n/a");
-      if (feasible && (best < 0 || single_t[l].total < single_t[best].total))
-        best = l;
-    }
-  pl_pass_report_printf (report, "predicted total %.4f ms (convs %.4f + transforms %.4f + pointwise %.4f + pools %.4f)",
-                         plan->total, plan->convs, plan->transforms, plan->pointwise, plan->pools);
-  if (best >= 0)
-    pl_pass_report_printf (report, "best single layout: %s %.4f ms (%s, each with the search placing transforms): "
-                           "plan/best = %.3f, speedup %.3fx", pl_layout_name (best), single_t[best].total, all->str,
-                           plan->total / single_t[best].total, single_t[best].total / plan->total);
-  g_string_free (all, TRUE);
-}
-
-static bool
-convs_inside (const PlGraph *g)
-{
-  for (guint i = 0; i < g->nodes->len; i++)
-    {
-      const PlNode *n = g->nodes->pdata[i];
-      if (n->op == PL_OP_Conv || (n->body && convs_inside (n->body)))
-        return true;
-    }
-  return false;
-}
-
-static bool
-fused_convs (const PlGraph *g)
-{
-  for (guint i = 0; i < g->nodes->len; i++)
-    {
-      const PlNode *n = g->nodes->pdata[i];
-      if (n->body && convs_inside (n->body))
-        return true;
-    }
-  return false;
-}
-
-static bool
-top_level_convs (const PlGraph *g)
-{
-  for (guint i = 0; i < g->nodes->len; i++)
-    if (((const PlNode *) g->nodes->pdata[i])->op == PL_OP_Conv)
-      return true;
-  return false;
 }
 
 /* --- the pass -------------------------------------------------------------------------- */
@@ -1154,15 +655,15 @@ apply_and_report (PlGraph *g, const Model *M, const Plans *P, PlCalibration *cal
 {
   int sources[3] = { 0 }, tsources[3] = { 0 }, psources[3] = { 0 }, n_transforms = 0;
   bool changed = false;
-  report_table (report, M, P->plan, p, cal, false, sources);
-  report_totals (report, &P->totals, P->single_totals, p);
+  pl_lp_report_table (report, M, P->plan, p, cal, false, sources);
+  pl_lp_report_totals (report, &P->totals, P->single_totals, p);
   if (pools_count (M))
-    report_table (report, M, P->plan, p, cal, true, psources);
-  if (!apply_plan (g, M, P->plan, cal, &changed, error))
+    pl_lp_report_table (report, M, P->plan, p, cal, true, psources);
+  if (!pl_lp_apply_plan (g, M, P->plan, cal, &changed, error))
     return false;
   report->changed = changed;
   g_autoptr (PlPassReport) lines = pl_pass_report_new ();
-  double ms = report_transforms (lines, g, cal, &n_transforms, tsources);
+  double ms = pl_lp_report_transforms (lines, g, cal, &n_transforms, tsources);
   pl_pass_report_printf (report, "transforms: %d in the graph, %.4f ms predicted (model: %.4f ms)%s", n_transforms,
                          ms, P->totals.transforms, n_transforms ? ":" : "");
   if (lines->text->len)
@@ -1187,14 +688,14 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
   Params p;
   if (!read_params (args, &p, error))
     return false;
-  if (fused_convs (g))
+  if (pl_lp_fused_convs (g))
     {
       pl_pass_report_printf (report, "convolutions sit inside fusion bodies: `layout` must run before fusion "
                              "(fuse-library, fuse-loops, stitch); nothing changed");
       pl_pass_report_count (report, "convs fused", 1);
       return true;
     }
-  if (!top_level_convs (g))
+  if (!pl_lp_top_level_convs (g))
     {
       pl_pass_report_printf (report, "no convolutions: nothing to plan");
       return true;
