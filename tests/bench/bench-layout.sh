@@ -35,6 +35,8 @@ CLI="$BUILD/app/passlab-cli"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 VARIANTS=fused,nchw,nhwc,chwn,layout
+PY=python3
+[[ -x /usr/bin/python3 ]] && PY=/usr/bin/python3   # Debian's, where python3-torch installs
 
 # One network: the bench table, then the plan's layouts per conv.
 bench_one () {
@@ -47,11 +49,11 @@ bench_one () {
 
 echo "bench-layout: $(nproc) cores, $(date -u +%FT%TZ)"
 for b in $BATCHES; do
-  python3 "$SRC/tests/data/models/make_resnet_stack.py" --batch "$b" > "$TMP/stack-b$b.graph"
+  "$PY" "$SRC/tests/data/models/make_resnet_stack.py" --batch "$b" > "$TMP/stack-b$b.graph"
   bench_one "resnet_stack (11 convs), batch $b" "$TMP/stack-b$b.graph"
   if [[ $RESNET18 == 1 ]]; then
-    if python3 -c "import torch, onnx" 2>/dev/null; then
-      python3 "$SRC/tests/data/models/export_torch_models.py" "$TMP" --batch "$b" resnet18 >/dev/null
+    if "$PY" -c "import torch, onnx" 2>/dev/null; then
+      "$PY" "$SRC/tests/data/models/export_torch_models.py" "$TMP" --batch "$b" resnet18 >/dev/null
       bench_one "ResNet-18 (PyTorch export), batch $b" "$TMP/resnet18-b$b.onnx"
     else
       echo "== ResNet-18, batch $b: skipped (python3-torch or python3-onnx not installed)"
