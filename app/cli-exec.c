@@ -203,6 +203,25 @@ pl_cli_print_kernel_table (const PlRunReport *r)
   printf ("device: %s\n", r->device ? r->device : pl_backend_name (r->backend));
 }
 
+/* One line a script can read: the memory plan, exact bytes and readable. */
+static void
+print_memory_plan (PlExecutable *e, int64_t budget)
+{
+  int64_t v[4];
+  pl_executable_memory (e, &v[0], &v[1], &v[2], &v[3]);
+  const char *what[] = { "arena", "device peak", "kernel workspace", "host pool" };
+  printf ("memory plan:");
+  for (int i = 0; i < 4; i++)
+    {
+      g_autofree char *h = pl_cli_human_bytes (v[i]);
+      printf ("%s %s %" G_GINT64_FORMAT " bytes (%s)", i ? "," : "", what[i], v[i], h);
+    }
+  g_autofree char *hb = budget > 0 ? pl_cli_human_bytes (budget) : NULL;
+  if (hb)
+    printf ("; budget %" G_GINT64_FORMAT " bytes (%s): fits", budget, hb);
+  printf ("\n");
+}
+
 /* "3MiB", "512 KiB", "2.5GB", "1000000": bytes (binary units for KiB/MiB/GiB and K/M/G, decimal for kB/MB/GB). */
 static bool
 parse_bytes (const char *text, int64_t *out)
@@ -267,7 +286,7 @@ pl_cli_exec (int argc, char **argv)
   g_autofree char *show = NULL, *cache_dir = NULL, *budget_text = NULL;
   g_auto (GStrv) params = NULL;
   int repeat = 0, threads = 0;
-  gboolean predicted = FALSE;
+  gboolean predicted = FALSE, dry_run = FALSE;
   const GOptionEntry entries[] = {
     { "inputs", 'i', 0, G_OPTION_ARG_FILENAME_ARRAY, &input_paths,
       "A TensorProto (.pb) for the next graph input; repeat, or list more files after FILE", "F.pb" },
@@ -295,6 +314,9 @@ pl_cli_exec (int argc, char **argv)
     { "device-budget", 0, 0, G_OPTION_ARG_STRING, &budget_text,
       "cpu/cuda: device memory the memory plan may use (e.g. 3MiB); fails if it needs more "
       "(the swap pass, --param swap.budget=..., makes it need less)", "BYTES" },
+    { "dry-run", 0, 0, G_OPTION_ARG_NONE, &dry_run,
+      "cpu/cuda: plan the kernels and the memory, check --device-budget, print the memory plan and exit; "
+      "compiles and runs nothing (no compiler or GPU needed)", NULL },
     { "cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &cache_dir,
       "cpu: where compiled kernels are cached (default $XDG_CACHE_HOME/passlab/kernels)", "DIR" },
     { NULL }
@@ -322,6 +344,8 @@ pl_cli_exec (int argc, char **argv)
     return pl_cli_fail ("--threads must be >= 0");
   if (repeat == 0)
     repeat = backend == PL_BACKEND_REFERENCE ? 1 : 10;
+  if (dry_run && backend == PL_BACKEND_REFERENCE)
+    return pl_cli_fail ("--dry-run plans a backend's memory: use --backend cpu or cuda");
   int64_t device_budget = 0;
   if (budget_text && !parse_bytes (budget_text, &device_budget))
     return pl_cli_fail ("--device-budget takes a size such as 3MiB, 512KiB or 1000000 (bytes)");
@@ -339,10 +363,16 @@ pl_cli_exec (int argc, char **argv)
   copt.cache_dir = cache_dir;
   copt.threads = threads;
   copt.device_budget = device_budget;
-  copt.generate_only = show != NULL;   /* showing the code needs no compiler and no GPU */
+  copt.generate_only = show != NULL || dry_run;   /* showing the code needs no compiler and no GPU */
   PlExecutable *exe = pl_executable_new (g, &copt, &error);
   if (exe == NULL)
     return pl_cli_fail_error (error);
+  if (dry_run && !show)
+    {
+      print_memory_plan (exe, device_budget);
+      pl_executable_free (exe);
+      return 0;
+    }
   if (show)
     {
       int status = show_source (exe, g, show);

@@ -708,8 +708,9 @@ typedef struct {
   int     first, last;   /* inputs: first = -1 */
 } Lifetime;
 
+/* Largest first; of equal sizes, the longer lifetime first. */
 static int
-cmp_lifetime (gconstpointer a, gconstpointer b)
+cmp_size_long (gconstpointer a, gconstpointer b)
 {
   const Lifetime *x = a, *y = b;
   if (x->size != y->size)
@@ -717,17 +718,34 @@ cmp_lifetime (gconstpointer a, gconstpointer b)
   return (y->last - y->first) - (x->last - x->first);
 }
 
-/* Offsets by size, largest first, each at the lowest address free over its
- * whole lifetime (the "greedy by size" plan of TFLite's memory planner).
- * First fit in time order fragments when a small tensor freed late sits
- * below a large hole; placing the large ones first usually lands within a
- * few percent of the peak. Quadratic: used up to GREEDY_MAX buffers.
- * Returns the arena size, offsets in out[] (per Lifetime). */
+/* Largest first; of equal sizes, the earlier first. Many tensors of a
+ * network share one size (every activation of a ResNet stage); placed in
+ * time order they stack like first fit does within the size, where longest
+ * first leaves holes a later one of the same size cannot use (resnet_stack
+ * training step, batch 16, swapped to a 39 MiB budget: planned peak 38.4
+ * MiB; arena 49.0 MiB longest first, 45.0 MiB first fit, 38.4 MiB
+ * earliest first). */
+static int
+cmp_size_early (gconstpointer a, gconstpointer b)
+{
+  const Lifetime *x = a, *y = b;
+  if (x->size != y->size)
+    return x->size < y->size ? 1 : -1;
+  return (x->first > y->first) - (x->first < y->first);
+}
+
+/* Offsets in the order cmp sorts lt, each at the lowest address free over
+ * its whole lifetime (the "greedy by size" plan of TFLite's memory
+ * planner). First fit in time order fragments when a small tensor freed
+ * late sits below a large hole; placing the large ones first usually lands
+ * within a few percent of the peak. Quadratic: used up to GREEDY_MAX
+ * buffers. Returns the arena size, offsets in out[] (per Lifetime, in lt's
+ * sorted order). */
 #define GREEDY_MAX 20000
 static int64_t
-greedy_by_size (GArray *lt, int64_t *out)
+greedy_by_size (GArray *lt, GCompareFunc cmp, int64_t *out)
 {
-  g_array_sort (lt, cmp_lifetime);
+  g_array_sort (lt, cmp);
   int n = (int) lt->len;
   int64_t arena = 0;
   g_autoptr (GArray) busy = g_array_new (FALSE, FALSE, sizeof (Block));
@@ -748,8 +766,8 @@ greedy_by_size (GArray *lt, int64_t *out)
   return arena;
 }
 
-/* Replaces the first-fit offsets by greedy-by-size ones when that makes the
- * arena smaller. */
+/* Replaces the first-fit offsets by greedy-by-size ones (either tie-break)
+ * when that makes the arena smaller. */
 static void
 pack_arena (PlExecutable *e)
 {
@@ -766,13 +784,17 @@ pack_arena (PlExecutable *e)
     }
   if (lt->len == 0 || lt->len > GREEDY_MAX)
     return;
+  const GCompareFunc orders[] = { cmp_size_long, cmp_size_early };
   g_autofree int64_t *off = g_new (int64_t, lt->len);
-  int64_t arena = greedy_by_size (lt, off);
-  if (arena >= e->arena_bytes)
-    return;
-  for (guint i = 0; i < lt->len; i++)
-    buf (e, g_array_index (lt, Lifetime, i).buf)->offset = off[i];
-  e->arena_bytes = arena;
+  for (size_t k = 0; k < G_N_ELEMENTS (orders); k++)
+    {
+      int64_t arena = greedy_by_size (lt, orders[k], off);
+      if (arena >= e->arena_bytes)
+        continue;
+      for (guint i = 0; i < lt->len; i++)
+        buf (e, g_array_index (lt, Lifetime, i).buf)->offset = off[i];
+      e->arena_bytes = arena;
+    }
 }
 
 static void
@@ -889,10 +911,11 @@ check_budget (PlExecutable *e, GError **error)
       return false;
     }
   g_set_error (error, PL_ERROR, PL_ERROR_EXEC,
-               "needs %s of device memory (arena %" G_GINT64_FORMAT " bytes; planned peak %s, of which "
-               "kernel workspace %s), budget is %s (%" G_GINT64_FORMAT " bytes): run the swap pass with "
-               "--param swap.budget=%" G_GINT64_FORMAT " (or less) to fit", need, e->arena_bytes, peak, ws, have,
-               e->device_budget, MAX (e->device_budget - e->workspace_bytes, 1));
+               "needs %s of device memory (arena %" G_GINT64_FORMAT " bytes; planned peak %s, kernel workspace %s "
+               "at most), budget is %s (%" G_GINT64_FORMAT " bytes): run the swap pass with "
+               "--param swap.budget=%" G_GINT64_FORMAT " --param swap.workspace=%" G_GINT64_FORMAT " (or a "
+               "smaller budget) to fit", need, e->arena_bytes, peak, ws, have, e->device_budget, e->device_budget,
+               e->workspace_bytes);
   return false;
 }
 
@@ -1090,6 +1113,11 @@ pl_executable_new (const PlGraph *g, const PlCompileOptions *o, GError **error)
       else
         generate_cuda (e, 132);
       plan_memory (e);
+      if (!check_budget (e, error))
+        {
+          pl_executable_free (e);
+          return NULL;
+        }
       return e;
     }
   char *why = NULL;
@@ -1258,6 +1286,20 @@ pl_executable_n_launches (PlExecutable *e)
   for (guint s = 0; s < e->steps->len; s++)
     n += step_at (e, (int) s)->plan->kind != PL_PLAN_ALIAS;
   return e->backend == PL_BACKEND_REFERENCE ? (int) e->g->nodes->len : n;
+}
+
+void
+pl_executable_memory (PlExecutable *e, int64_t *arena, int64_t *peak, int64_t *workspace, int64_t *host_pool)
+{
+  g_return_if_fail (e != NULL);
+  if (arena)
+    *arena = e->arena_bytes;
+  if (peak)
+    *peak = e->peak_bytes;
+  if (workspace)
+    *workspace = e->workspace_bytes;
+  if (host_pool)
+    *host_pool = e->host_bytes;
 }
 
 /* --- the CUDA check without a GPU --------------------------------------------------------- */

@@ -108,7 +108,8 @@ typedef struct {
   char      *cache_dir;     /* compiled-kernel cache (cpu); NULL: $XDG_CACHE_HOME/passlab */
   int        threads;       /* cpu: OpenMP threads (0: all cores) */
   bool       generate_only; /* plan and generate the code, compile nothing (no compiler or GPU
-                             * needed): for viewing the source; running fails */
+                             * needed): for viewing the source and the memory plan (the budget is
+                             * checked); running fails */
   int64_t    device_budget; /* bytes of device memory the plan may use (0: no limit); the arena
                              * (inputs, intermediates, scratch; constants apart) must fit, else
                              * pl_executable_new fails naming the need and the budget */
@@ -131,6 +132,11 @@ bool           pl_executable_cache_hit (PlExecutable *e);
 /* Kernels (table rows) and launches per run. */
 int            pl_executable_n_kernels (PlExecutable *e);
 int            pl_executable_n_launches (PlExecutable *e);
+/* The memory plan (also of a generate_only executable): the arena, the most
+ * device bytes live at once, the most kernel workspace at once, the host
+ * pool. NULL for what is not wanted. */
+void           pl_executable_memory    (PlExecutable *e, int64_t *arena, int64_t *peak, int64_t *workspace,
+                                        int64_t *host_pool);
 /* A readable dump of the loop IR of node_id's kernel(s); NULL if none. g_free it. */
 char          *pl_executable_plan_dump (PlExecutable *e, guint32 node_id);
 

@@ -34,11 +34,22 @@
  *    and so is the memory profile (host values not counted, schedule.h).
  * 6. Budget: with budget set, N is searched (binary search over the
  *    candidates, largest first) for the fewest tensors whose planned device
- *    peak fits; if every candidate is not enough, th_tts and then th_s are
- *    relaxed to 0, and last every restoration is moved right before its
- *    consumer (prefetch distance 1: least memory, the copy no longer
- *    hidden); if nothing fits, the plan with the lowest peak is applied and
- *    the report says by how much it misses.
+ *    peak fits. When every candidate is not enough, the steps where the
+ *    plan peaks become tight, one at a time: a restoration that would wait
+ *    across a tight step without being read there is split in two, the
+ *    second issued after that step (step 3's several restorations, placed
+ *    by the memory profile instead of the slack). If that is not enough
+ *    either, th_tts and then th_s are relaxed to 0, and last every
+ *    restoration is moved right before its consumer (prefetch distance 1:
+ *    least memory, the copy no longer hidden); if nothing fits, the plan
+ *    with the lowest peak — with the fewest tensors that reach it — is
+ *    applied and the report says by how much it misses and what the floor
+ *    is: the most one step reads and writes, below which no plan of this
+ *    schedule goes (a binary elementwise op on the largest activations
+ *    holds three of them). The planned peak counts `workspace` bytes while
+ *    a convolution runs: the runtime's im2col and packed weights, which the
+ *    graph's memory profile does not know, so that the runtime's arena
+ *    fits the same budget.
  * The report: tensors moved (bytes, slack, restorations), bytes swapped and
  * compressed, device peak before -> after, host peak, predicted time before
  * -> after (the overhead is copy and conversion time the slack did not hide,
@@ -66,6 +77,7 @@ typedef struct {
   int             prefetch_distance;
   bool            serialize;
   bool            outputs;
+  int64_t         workspace;     /* bytes a convolution needs beside its inputs and outputs */
   PlTimingOptions timing;
 } Params;
 
@@ -169,6 +181,7 @@ read_params (const PlPassArgs *args, Params *p, GError **error)
     .prefetch_distance = (int) CLAMP (pl_pass_args_int (args, "prefetch_distance"), 0, G_MAXINT / 2),
     .serialize = pl_pass_args_bool (args, "serialize"),
     .outputs = pl_pass_args_bool (args, "outputs"),
+    .workspace = MAX (0, pl_pass_args_int (args, "workspace")),
   };
   int64_t n = pl_pass_args_int (args, "n");
   if (n < 0)
@@ -303,11 +316,24 @@ choose_serialize (const PlTimingAnalysis *t, const Candidate *c, int limit)
   return -1;
 }
 
+/* The last tight step before `step` (tight: sorted steps of t's schedule),
+ * -1 if none. */
+static int
+tight_before (const GArray *tight, int step)
+{
+  int last = -1;
+  for (guint i = 0; tight && i < tight->len && g_array_index (tight, int, i) < step; i++)
+    last = g_array_index (tight, int, i);
+  return last;
+}
+
 /* Splits c's far edges (in schedule order) into restorations and picks
  * their prefetch triggers. Edges whose consumer comes too soon after the
- * reduction for a restoration are dropped (those consumers keep reading x). */
+ * reduction for a restoration are dropped (those consumers keep reading x).
+ * No restored copy waits across a tight step it is not read by: a group
+ * ends before it and the next restoration starts after it. */
 static void
-plan_restores (const PlTimingAnalysis *t, const Params *p, Candidate *c, GArray *far)
+plan_restores (const PlTimingAnalysis *t, const Params *p, const GArray *tight, Candidate *c, GArray *far)
 {
   double lead = restore_lead_ms (c, &t->options);
   double gap = MAX (c->threshold, lead);
@@ -320,14 +346,16 @@ plan_restores (const PlTimingAnalysis *t, const Params *p, Candidate *c, GArray 
     {
       const PlTimingEdge *e = g_array_index (far, const PlTimingEdge *, i);
       int step = t->step[e->consumer->id];
-      if (cur && (e->trt - last_start <= gap || step == last_step))
+      int wall = tight_before (tight, step);
+      if (cur && (e->trt - last_start <= gap || step == last_step) && wall <= last_step)
         {
           g_array_append_val (cur->uses, ((Use) { e->consumer->id, e->index }));
           last_start = e->trt, last_step = step;
           continue;
         }
-      /* a new restoration, no earlier than the previous group's last consumer */
-      int q = choose_q (t, p, cur ? MAX (lo, last_step) : lo, step, lead);
+      /* a new restoration, no earlier than the previous group's last
+       * consumer nor the last tight step before its own */
+      int q = choose_q (t, p, MAX (cur ? MAX (lo, last_step) : lo, wall), step, lead);
       if (q < 0)
         continue;
       Restore r = { g_array_new (FALSE, FALSE, sizeof (Use)), step, q };
@@ -352,7 +380,7 @@ compare_candidates (gconstpointer a, gconstpointer b)
 /* Every tensor with an edge of slack > th_tts and size > th_s, planned, the
  * largest first. */
 static GPtrArray *
-plan_candidates (const PlTimingAnalysis *t, const Params *p, double th_tts, int64_t th_s)
+plan_candidates (const PlTimingAnalysis *t, const Params *p, double th_tts, int64_t th_s, const GArray *tight)
 {
   const PlGraph *g = t->graph;
   GPtrArray *cands = g_ptr_array_new_with_free_func ((GDestroyNotify) candidate_free);
@@ -435,7 +463,7 @@ plan_candidates (const PlTimingAnalysis *t, const Params *p, double th_tts, int6
       if (to_output)
         c->slack = MAX (c->slack, t->makespan - t->tat[v->id]);
       if (list)
-        plan_restores (t, p, c, list);
+        plan_restores (t, p, tight, c, list);
       if (c->restores->len == 0 && !to_output)
         {
           candidate_free (c);
@@ -606,9 +634,41 @@ apply_plan (PlGraph *g, const PlTimingAnalysis *t, GPtrArray *cands, guint k, Co
   return ok;
 }
 
-/* The planned device peak with the first k candidates applied (to a copy). */
+/* Whether node runs a convolution (alone or in a fusion): the runtime's
+ * im2col and packed weights live beside its inputs and outputs. */
 static bool
-peak_with (const PlGraph *g, const PlTimingAnalysis *t, GPtrArray *cands, guint k, int64_t *peak, GError **error)
+runs_conv (const PlNode *node)
+{
+  if (node->op == PL_OP_Conv)
+    return true;
+  for (guint i = 0; node->body && i < node->body->nodes->len; i++)
+    if (runs_conv (node->body->nodes->pdata[i]))
+      return true;
+  return false;
+}
+
+/* The planned device peak of the profile mem: each step's live bytes, plus
+ * `workspace` while a convolution runs; *at (may be NULL): the step
+ * reaching it. */
+static int64_t
+planned_peak (const PlMemoryProfile *mem, int64_t workspace, int *at)
+{
+  int64_t peak = mem->peak_bytes;
+  int where = MAX (mem->peak_step, 0);
+  for (int s = 0; workspace > 0 && s < mem->n_steps; s++)
+    if (mem->live_bytes[s] + workspace > peak && runs_conv (mem->order[s]))
+      peak = mem->live_bytes[s] + workspace, where = s;
+  if (at)
+    *at = where;
+  return peak;
+}
+
+/* The planned device peak with the first k candidates applied (to a copy),
+ * and where it is reached: the step of t's schedule running then (an
+ * inserted node counts as the next original node, which it is placed for). */
+static bool
+peak_with (const PlGraph *g, const PlTimingAnalysis *t, const Params *p, GPtrArray *cands, guint k, int64_t *peak,
+           int *at, GError **error)
 {
   g_autoptr (PlGraph) copy = pl_graph_copy (g);
   if (!apply_plan (copy, t, cands, k, NULL, error))
@@ -616,11 +676,63 @@ peak_with (const PlGraph *g, const PlTimingAnalysis *t, GPtrArray *cands, guint 
   g_autoptr (PlMemoryProfile) mem = pl_memory_profile (copy, t->options.sym_size, error);
   if (!mem)
     return false;
-  *peak = mem->peak_bytes;
+  int where;
+  *peak = planned_peak (mem, p->workspace, &where);
+  if (at)
+    {
+      *at = t->n_steps - 1;
+      for (int s = where; s < mem->n_steps; s++)
+        {
+          guint32 id = mem->order[s]->id;
+          if (id < t->n_node_ids && t->step[id] >= 0)
+            {
+              *at = t->step[id];
+              break;
+            }
+        }
+    }
   return true;
 }
 
+/* What the node at step s reads and writes in device memory: while it runs
+ * those are live whatever is swapped, so no plan of this schedule has a
+ * peak below the largest of them (the floor). */
+static int64_t
+step_footprint (const PlTimingAnalysis *t, int s)
+{
+  const PlNode *node = t->order[s];
+  int64_t bytes = 0;
+  for (int k = 0; k < node->n_inputs + node->n_outputs; k++)
+    {
+      const PlValue *v = k < node->n_inputs ? node->inputs[k] : node->outputs[k - node->n_inputs];
+      if (!v || v->constant || pl_value_on_host (v))
+        continue;
+      bool seen = false;   /* a value read twice counts once */
+      for (int j = 0; j < k && !seen; j++)
+        seen = (j < node->n_inputs ? node->inputs[j] : node->outputs[j - node->n_inputs]) == v;
+      if (!seen)
+        bytes += pl_value_bytes (v, t->options.sym_size, NULL);
+    }
+  return bytes;
+}
+
+static int64_t
+schedule_floor (const PlTimingAnalysis *t, int64_t workspace, int *at)
+{
+  int64_t floor_bytes = 0;
+  *at = -1;
+  for (int s = 0; s < t->n_steps; s++)
+    {
+      int64_t b = step_footprint (t, s) + (runs_conv (t->order[s]) ? workspace : 0);
+      if (b > floor_bytes)
+        floor_bytes = b, *at = s;
+    }
+  return floor_bytes;
+}
+
 /* --- the budget -------------------------------------------------------------------- */
+
+#define MAX_TIGHT 64   /* tight steps one level may add */
 
 typedef struct {
   GPtrArray *cands;   /* the chosen level's candidates (owned) */
@@ -628,19 +740,146 @@ typedef struct {
   double     th_tts;
   int64_t    th_s;
   int        prefetch_distance;
+  int        n_tight; /* tight steps the restorations were split at */
   int64_t    peak;    /* planned peak with them */
   bool       met;
 } Choice;
 
+static void
+insert_sorted (GArray *steps, int s)
+{
+  guint i = 0;
+  while (i < steps->len && g_array_index (steps, int, i) < s)
+    i++;
+  g_array_insert_val (steps, i, s);
+}
+
+static bool
+contains (const GArray *steps, int s)
+{
+  for (guint i = 0; i < steps->len; i++)
+    if (g_array_index (steps, int, i) == s)
+      return true;
+  return false;
+}
+
+static void
+remove_step (GArray *steps, int s)
+{
+  for (guint i = 0; i < steps->len; i++)
+    if (g_array_index (steps, int, i) == s)
+      {
+        g_array_remove_index (steps, i);
+        return;
+      }
+}
+
+/* Replaces *cands by the full plan with `tight`, if its peak is at most
+ * `limit`; *ok false on error. */
+static bool
+try_tight (const PlGraph *g, const PlTimingAnalysis *t, const Params *lp, double th_tts, int64_t th_s,
+           const GArray *tight, int64_t limit, GPtrArray **cands, int64_t *peak, int *at, bool *ok, GError **error)
+{
+  g_autoptr (GPtrArray) plan = plan_candidates (t, lp, th_tts, th_s, tight);
+  int64_t p;
+  int a;
+  *ok = peak_with (g, t, lp, plan, plan->len, &p, &a, error);
+  if (!*ok || p > limit)
+    return false;
+  g_ptr_array_unref (*cands);
+  *cands = g_steal_pointer (&plan);
+  *peak = p, *at = a;
+  return true;
+}
+
+/* One level's full plan (every candidate), made tighter where it peaks: as
+ * long as the peak is over the budget and above the floor, its step
+ * becomes tight, i.e. the restored copies that wait across it without
+ * being read there are restored again after it (seed fig. 9: several
+ * restorations; near the peak a restoration goes right after it instead
+ * of hiding its copy earlier). Stops when the peak step is tight already
+ * (what is left there is the step's own inputs and outputs, or values
+ * nothing moves), when a split raises the peak, or after MAX_TIGHT steps;
+ * then drops the tight steps the final peak does not need (each costs
+ * copies). Returns the candidates (NULL on error), their peak, and the
+ * tight steps in `tight`. */
+static GPtrArray *
+tighten (const PlGraph *g, const PlTimingAnalysis *t, const Params *lp, double th_tts, int64_t th_s, int64_t budget,
+         int64_t floor_bytes, GArray *tight, int64_t *peak, GError **error)
+{
+  GPtrArray *cands = plan_candidates (t, lp, th_tts, th_s, tight);
+  int at;
+  bool ok = true;
+  *peak = G_MAXINT64;
+  if (cands->len == 0)
+    return cands;
+  if (!peak_with (g, t, lp, cands, cands->len, peak, &at, error))
+    goto fail;
+  for (int r = 0; *peak > MAX (budget, floor_bytes) && r < MAX_TIGHT && !contains (tight, at); r++)
+    {
+      int s = at;
+      insert_sorted (tight, s);
+      if (!try_tight (g, t, lp, th_tts, th_s, tight, *peak, &cands, peak, &at, &ok, error))
+        {
+          remove_step (tight, s);
+          if (!ok)
+            goto fail;
+          break;
+        }
+    }
+  for (int i = (int) tight->len - 1; i >= 0; i--)
+    {
+      int s = g_array_index (tight, int, i);
+      g_array_remove_index (tight, i);
+      if (!try_tight (g, t, lp, th_tts, th_s, tight, *peak, &cands, peak, &at, &ok, error))
+        {
+          if (!ok)
+            goto fail;
+          insert_sorted (tight, s);
+        }
+    }
+  return cands;
+fail:
+  g_ptr_array_unref (cands);
+  return NULL;
+}
+
+/* The fewest of cands (largest first) whose planned peak is at most
+ * `limit`, given that all of them reach it: binary search, assuming more
+ * moved tensors never raise the peak. */
+static bool
+fewest (const PlGraph *g, const PlTimingAnalysis *t, const Params *params, GPtrArray *cands, int64_t limit, guint *k,
+        int64_t *peak, GError **error)
+{
+  guint lo = 0, hi = cands->len;   /* lo does not reach it (the caller knows), hi does */
+  while (hi - lo > 1)
+    {
+      guint mid = lo + (hi - lo) / 2;
+      int64_t p;
+      if (!peak_with (g, t, params, cands, mid, &p, NULL, error))
+        return false;
+      if (p <= limit)
+        hi = mid, *peak = p;
+      else
+        lo = mid;
+    }
+  *k = hi;
+  return true;
+}
+
 /* Fewest candidates (largest first) whose planned peak fits the budget.
- * When every candidate of a level is not enough, the next level relaxes
- * th_tts to 0, then th_s to 0, then restores every tensor right before its
- * consumer (prefetch_distance 1: least memory, copies no longer hidden).
- * If no level fits, the level whose full set gets lowest. */
+ * When every candidate of a level is not enough, even with its
+ * restorations split at the steps where it peaks (tighten), the next level
+ * relaxes th_tts to 0, then th_s to 0, then restores every tensor right
+ * before its consumer (prefetch_distance 1: least memory, copies no longer
+ * hidden). If no level fits, the plan with the lowest peak, with the fewest
+ * tensors that reach it. */
 static bool
 fit_budget (const PlGraph *g, const PlTimingAnalysis *t, const Params *p, int64_t budget, int64_t baseline,
             Choice *best, GError **error)
 {
+  int floor_step;
+  int64_t floor_bytes = schedule_floor (t, p->workspace, &floor_step);
   const struct { double th_tts; int64_t th_s; int distance; } levels[] = {
     { p->th_tts, p->th_s, p->prefetch_distance }, { 0, p->th_s, p->prefetch_distance },
     { 0, 0, p->prefetch_distance }, { 0, 0, 1 },
@@ -660,40 +899,34 @@ fit_budget (const PlGraph *g, const PlTimingAnalysis *t, const Params *p, int64_
         continue;
       Params lp = *p;
       lp.prefetch_distance = levels[l].distance;
-      g_autoptr (GPtrArray) cands = plan_candidates (t, &lp, levels[l].th_tts, levels[l].th_s);
+      g_autoptr (GArray) tight = g_array_new (FALSE, FALSE, sizeof (int));
       int64_t peak;
+      g_autoptr (GPtrArray) cands = tighten (g, t, &lp, levels[l].th_tts, levels[l].th_s, budget, floor_bytes, tight,
+                                             &peak, error);
+      if (!cands)
+        return false;
       if (cands->len == 0)
         continue;
-      if (!peak_with (g, t, cands, cands->len, &peak, error))
-        return false;
       if (peak < best->peak || !best->cands)
         {
           g_clear_pointer (&best->cands, g_ptr_array_unref);
           *best = (Choice) { g_ptr_array_ref (cands), cands->len, levels[l].th_tts, levels[l].th_s,
-                             levels[l].distance, peak, false };
+                             levels[l].distance, (int) tight->len, peak, false };
         }
       if (peak > budget)
         continue;
-      /* binary search: lo does not fit (0 does not: baseline > budget), hi does */
-      guint lo = 0, hi = cands->len;
-      int64_t hi_peak = peak;
-      while (hi - lo > 1)
-        {
-          guint mid = lo + (hi - lo) / 2;
-          if (!peak_with (g, t, cands, mid, &peak, error))
-            return false;
-          if (peak <= budget)
-            hi = mid, hi_peak = peak;
-          else
-            lo = mid;
-        }
+      /* 0 candidates do not fit (baseline > budget), all of them do */
       g_clear_pointer (&best->cands, g_ptr_array_unref);
-      *best = (Choice) { g_ptr_array_ref (cands), hi, levels[l].th_tts, levels[l].th_s, levels[l].distance,
-                         hi_peak, true };
-      return true;
+      *best = (Choice) { g_ptr_array_ref (cands), cands->len, levels[l].th_tts, levels[l].th_s,
+                         levels[l].distance, (int) tight->len, peak, true };
+      return fewest (g, t, &lp, cands, budget, &best->k, &best->peak, error);
     }
   if (!best->cands)
     best->cands = g_ptr_array_new ();
+  if (best->peak >= baseline)
+    best->k = 0, best->peak = baseline;   /* nothing helps: move nothing */
+  else if (!fewest (g, t, p, best->cands, best->peak, &best->k, &best->peak, error))
+    return false;   /* missed, but no tensor moves for nothing */
   return true;
 }
 
@@ -738,6 +971,9 @@ report_thresholds (PlPassReport *report, const Params *p, const Choice *c)
   pl_pass_report_printf (report, "mode %s, %s timing; th_tts %s, th_s %s, prefetch %s: %u candidate tensors, "
                          "moving %u", mode_name[p->mode], p->timing.serial ? "serial" : "dataflow", tht, ths, pf,
                          c->cands->len, c->k);
+  if (c->n_tight > 0)
+    pl_pass_report_printf (report, "restorations split at the %d step%s where the plan peaked (no restored copy "
+                           "waits across them)", c->n_tight, c->n_tight > 1 ? "s" : "");
 }
 
 /* --- the pass -------------------------------------------------------------------------- */
@@ -755,14 +991,15 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
   g_autoptr (PlMemoryProfile) before = pl_memory_profile (g, p.timing.sym_size, error);
   if (!before)
     return false;
+  int64_t peak_before = planned_peak (before, p.workspace, NULL);
   int64_t budget = 0;
-  if (!parse_budget (pl_pass_args_string (args, "budget"), before->peak_bytes, &budget, error))
+  if (!parse_budget (pl_pass_args_string (args, "budget"), peak_before, &budget, error))
     return false;
 
   Choice choice = { .th_tts = p.th_tts, .th_s = p.th_s, .prefetch_distance = p.prefetch_distance };
   if (budget > 0)
     {
-      if (!fit_budget (g, t, &p, budget, before->peak_bytes, &choice, error))
+      if (!fit_budget (g, t, &p, budget, peak_before, &choice, error))
         {
           g_clear_pointer (&choice.cands, g_ptr_array_unref);
           return false;
@@ -770,7 +1007,7 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
     }
   else
     {
-      choice.cands = plan_candidates (t, &p, p.th_tts, p.th_s);
+      choice.cands = plan_candidates (t, &p, p.th_tts, p.th_s, NULL);
       choice.k = p.n > 0 ? MIN ((guint) p.n, choice.cands->len) : choice.cands->len;
     }
   g_autoptr (GPtrArray) cands = choice.cands;
@@ -792,25 +1029,34 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
   g_autoptr (PlTimingAnalysis) t_after = after ? pl_timing_analyze (g, &p.timing, error) : NULL;
   if (!t_after)
     return false;
+  int64_t peak_after = planned_peak (after, p.workspace, NULL);
 
   g_autofree char *sw = pl_timing_size_text (counts.swapped);
   g_autofree char *cz = pl_timing_size_text (counts.compressed);
-  g_autofree char *pb = pl_timing_size_text (before->peak_bytes);
-  g_autofree char *pa = pl_timing_size_text (after->peak_bytes);
+  g_autofree char *pb = pl_timing_size_text (peak_before);
+  g_autofree char *pa = pl_timing_size_text (peak_after);
   g_autofree char *hp = pl_timing_size_text (after->host_peak_bytes);
   pl_pass_report_printf (report, "%u tensors moved, %d restorations, %d outputs delivered from host; "
                          "%s swapped to host, %s compressed to f16",
                          choice.k, counts.restorations, counts.outputs, sw, cz);
-  pl_pass_report_printf (report, "planned device peak %s -> %s (host peak %s)", pb, pa, hp);
+  g_autofree char *ws = pl_timing_size_text (p.workspace);
+  pl_pass_report_printf (report, "planned device peak %s -> %s (host peak %s%s%s)", pb, pa, hp,
+                         p.workspace > 0 ? "; a convolution's workspace of " : "", p.workspace > 0 ? ws : "");
+  int floor_step;
+  int64_t floor_bytes = schedule_floor (t, p.workspace, &floor_step);
   if (budget > 0)
     {
       g_autofree char *bb = pl_timing_size_text (budget);
-      g_autofree char *miss = pl_timing_size_text (after->peak_bytes - budget);
-      if (after->peak_bytes <= budget)
+      g_autofree char *miss = pl_timing_size_text (peak_after - budget);
+      g_autofree char *fl = pl_timing_size_text (floor_bytes);
+      if (peak_after <= budget)
         pl_pass_report_printf (report, "budget %s: met", bb);
       else
-        pl_pass_report_printf (report, "budget %s: NOT met, the best plan is %s over (every tensor with slack "
-                               "moved; the rest is what the schedule holds at once)", bb, miss);
+        pl_pass_report_printf (report, "budget %s: NOT met, the best plan is %s over; the floor is %s: what "
+                               "'%s' alone reads and writes%s, which no plan of this schedule goes below", bb, miss,
+                               fl, floor_step >= 0 ? t->order[floor_step]->name : "?",
+                               floor_step >= 0 && p.workspace > 0 && runs_conv (t->order[floor_step])
+                               ? " with its workspace" : "");
     }
   double overhead = t_after->makespan - t->makespan;
   pl_pass_report_printf (report, "predicted time %.4f ms -> %.4f ms (overhead %+.4f ms: copy and conversion "
@@ -823,8 +1069,8 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
   pl_pass_report_count (report, "outputs to host", counts.outputs);
   pl_pass_report_count (report, "bytes swapped", counts.swapped);
   pl_pass_report_count (report, "bytes compressed", counts.compressed);
-  pl_pass_report_count (report, "peak before", before->peak_bytes);
-  pl_pass_report_count (report, "peak after", after->peak_bytes);
+  pl_pass_report_count (report, "peak before", peak_before);
+  pl_pass_report_count (report, "peak after", peak_after);
   pl_pass_report_count (report, "host peak", after->host_peak_bytes);
   pl_pass_report_count (report, "serialize edges", counts.serialize);
   pl_pass_report_count (report, "prefetch edges", counts.prefetch);
@@ -832,8 +1078,10 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
   if (budget > 0)
     {
       pl_pass_report_count (report, "budget", budget);
-      pl_pass_report_count (report, "budget met", after->peak_bytes <= budget);
+      pl_pass_report_count (report, "budget met", peak_after <= budget);
+      pl_pass_report_count (report, "tight steps", choice.n_tight);
     }
+  pl_pass_report_count (report, "floor", floor_bytes);
   return true;
 }
 
@@ -857,6 +1105,9 @@ pl_pass_swap_new (void)
     { "serialize", PL_PARAM_BOOL, "true", "the next big allocation after a reduction waits for it" },
     { "outputs", PL_PARAM_BOOL, "true",
       "modes swap and both: deliver graph outputs computed long before the end from host memory" },
+    { "workspace", PL_PARAM_INT, "0",
+      "bytes a convolution needs on the device beside its inputs and outputs (the runtime's 'kernel workspace': "
+      "im2col, packed weights); the planned peak counts them while a convolution runs" },
     { "serial", PL_PARAM_BOOL, "true",
       "time one GPU: kernels one at a time, copies on their own streams (false: the seed's unbounded dataflow)" },
     { "link_gbps", PL_PARAM_FLOAT, "25", "host link bandwidth of the copies, GB/s" },

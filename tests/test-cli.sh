@@ -287,13 +287,35 @@ run bench "$RS" --backend cpu --variants fused,nhwc,layout --repeat 1 --rounds 2
   --param "layout.cost=analytic" --param "layout.table=$SRC/tests/data/layout/resnet_stack-cpu.costs"
 check "bench: layout plans end to end, checked against the reference" eval 'status_is 0 && out_has "2 round" && [ "$(grep -cE "^(fused|nhwc|layout) .*e-0[5-9]" "$TMP/out")" = 3 ]'
 # Swap (seed 004) on a conv training step: at a 50% budget the measured device
-# memory, im2col workspace included, fits the budget the runtime enforces;
+# memory, im2col workspace included, fits the budget the runtime enforces
+# (the pass counts the workspace the runtime reports at each convolution);
 # without the swap pass the same budget is refused with the advice to swap.
 RT="$SRC/data/graphs/resnet_train.graph"
-run exec "$RT" --backend cpu --cache-dir "$TMP/kc" --passes grad,swap --param swap.budget=50% --device-budget 3212822
+run exec "$RT" --backend cpu --passes grad --dry-run
+ws=$(sed -nE 's/.*kernel workspace ([0-9]+) bytes.*/\1/p' "$TMP/out")
+check "exec --dry-run: the memory plan with the kernel workspace" eval 'status_is 0 && [ "${ws:-0}" -gt 0 ]'
+run exec "$RT" --backend cpu --cache-dir "$TMP/kc" --passes grad,swap --param swap.budget=50% --param "swap.workspace=$ws" \
+  --device-budget 3212822
 check "exec: resnet training step swapped to 50% runs within that budget" eval 'status_is 0 && out_has "budget 3.1 MiB" && out_has "swap copies"'
+arena=$(sed -nE 's/^memory: .*\(arena ([^,]+),.*/\1/p' "$TMP/out")
+run exec "$RT" --backend cpu --passes grad,swap --param swap.budget=50% --param "swap.workspace=$ws" --device-budget 3212822 \
+  --dry-run
+check "exec --dry-run: the same memory plan as the run, nothing compiled" eval 'status_is 0 && out_has "memory plan: arena " && out_has "($arena), device peak" && out_has "budget 3212822 bytes (3.1 MiB): fits"'
 run exec "$RT" --backend cpu --cache-dir "$TMP/kc" --passes grad --device-budget 3212822
-check "exec: the unswapped step is refused under that budget" eval 'status_is 1 && err_has "run the swap pass"'
+check "exec: the unswapped step is refused under that budget" eval 'status_is 1 && err_has "run the swap pass with --param swap.budget=3212822 --param swap.workspace=$ws"'
+run exec "$RT" --backend cpu --passes grad --device-budget 3212822 --dry-run
+check "exec --dry-run: refused alike" eval 'status_is 1 && err_has "run the swap pass"'
+run exec "$RT" --dry-run
+check "exec --dry-run needs a backend that plans memory" eval 'fails_cleanly && err_has "--backend cpu or cuda"'
+# The ResNet stack's training step at batch 16 under 39 MiB: the pass
+# splits the restorations that wait across the steps where its plan peaks
+# (42.9 MiB without), and the runtime packs the arena within the planned
+# peak (45.0 MiB first fit, 49.0 MiB by size with longest lifetimes first).
+sed -E "s/f32\[1, /f32[16, /g; s/i64\[1\]/i64[16]/" "$SRC/data/graphs/resnet_stack_train.graph" > "$TMP/stack16.graph"
+run run "$TMP/stack16.graph" --passes grad,swap --param swap.budget=39MiB
+check "swap: the ResNet stack's training step at batch 16 meets 39 MiB" eval 'status_is 0 && out_has "budget 39.0 MiB: met" && out_has "restorations split at the"'
+run exec "$TMP/stack16.graph" --backend cpu --passes grad,swap --param swap.budget=39MiB --device-budget 39MiB --dry-run
+check "exec --dry-run: ... and its arena fits 39 MiB too" eval 'status_is 0 && out_has "budget 40894464 bytes (39.0 MiB): fits"'
 run exec "$RT" --backend cpu --cache-dir "$TMP/kc" --passes grad --repeat 1
 check "exec: the arena packs within 5% of the peak (greedy by size)" eval 'status_is 0 && awk "/^memory:/ { exit !(\$7 <= 1.05 * \$4 && \$5 \",\" == \$8) }" "$TMP/out"'
 run exec "$SRC/data/graphs/resnet_block.graph" --backend cpu --cache-dir "$TMP/kc" --predicted \

@@ -4,7 +4,8 @@
  * on a large graph), the memory profile's host/device split, the pass's
  * exact structure (reduction, restorations, serialize and prefetch edges,
  * schedule), numerical equality through the pass manager's check, several
- * restorations, outputs delivered from host, the budget, and bad
+ * restorations, outputs delivered from host, the budget (restorations
+ * split where the plan peaks, the floor, the fewest tensors), and bad
  * parameters. */
 #include "pass-manager.h"
 #include "random-graph.h"
@@ -699,9 +700,81 @@ test_budget_unreachable (void)
   g_assert_cmpint (pl_pass_report_get (s->counters, "budget"), ==, 1024);
   g_assert_cmpint (pl_pass_report_get (s->counters, "budget met"), ==, 0);
   g_assert_nonnull (strstr (s->report, "budget 1.0 KiB: NOT met, the best plan is "));
-  /* every step holds at least a Tanh's input and output: 512 KiB */
-  g_assert_cmpint (s->stats.peak_bytes, >=, 2 * 262144);
+  /* the floor: g3 = Mul(a4, a3) reads two tensors and writes a third, and
+   * the best plan reaches it */
+  g_assert_cmpint (pl_pass_report_get (s->counters, "floor"), ==, 3 * 262144);
+  g_assert_nonnull (strstr (s->report, "the floor is 768.0 KiB: what 'g3' alone reads and writes"));
+  g_assert_cmpint (s->stats.peak_bytes, ==, 3 * 262144);
   g_assert_cmpint (s->stats.peak_bytes, <, pl_history_step (h, 0)->stats.peak_bytes);
+  /* ... with the fewest tensors that reach it: a1 and a2 (a3 waits only
+   * for g3, where it is read anyway) */
+  g_assert_cmpint (pl_pass_report_get (s->counters, "tensors moved"), ==, 2);
+  g_assert_null (pl_graph_find_node (s->graph, "a3_host"));
+}
+
+/* A restoration that waits across the step where the plan peaks is split
+ * there (seed fig. 9: several restorations). a is read by u and, three
+ * nodes later, by w; over a 5 GB/s link a copy takes 57 µs, longer than
+ * u..w (17 µs), so one restoration would serve both, and its copy would
+ * sit beside p = Concat(u, u) (u + p + a: 4 x 256 KiB). No threshold,
+ * size or prefetch distance changes that: only splitting at p — a
+ * second swap-in after p for w — brings the peak to 3 x 256 KiB + s. */
+static void
+test_tight_steps (void)
+{
+  GString *text = g_string_new ("graph tight opset 17 {\n  input x: f32[64, 1024]\n  a = Tanh(x)\n  c0 = Tanh(a)\n");
+  for (int i = 1; i < 12; i++)
+    g_string_append_printf (text, "  c%d = Tanh(c%d)\n", i, i - 1);
+  g_string_append (text, "  u = Add(c11, a)\n  p = Concat(u, u) {axis=0}\n"
+                         "  s = ReduceMax(p) {axes=[0], keepdims=1}\n  w = Add(s, a)\n  output w\n}\n");
+  g_autoptr (PlGraph) g = parse (text->str);
+  g_string_free (text, TRUE);
+
+  const char *params[] = { "swap.budget=800KiB", "swap.link_gbps=5", NULL };
+  g_autoptr (PlHistory) h = run_checked (g, "swap", params, 1e-4);
+  PlStep *s = last_step (h);
+  PlPassReport *r = s->counters;
+  g_assert_cmpfloat (s->max_rel_error, ==, 0);
+  g_assert_cmpint (pl_pass_report_get (r, "peak before"), ==, 4 * 262144);
+  g_assert_cmpint (pl_pass_report_get (r, "budget met"), ==, 1);
+  g_assert_cmpint (pl_pass_report_get (r, "peak after"), ==, 3 * 262144 + 4096);
+  g_assert_cmpint (pl_pass_report_get (r, "tight steps"), ==, 1);
+  g_assert_cmpint (pl_pass_report_get (r, "tensors moved"), ==, 1);
+  g_assert_cmpint (pl_pass_report_get (r, "restorations"), ==, 2);
+  g_assert_nonnull (strstr (s->report, "restorations split at the 1 step where the plan peaked"));
+  g_assert_nonnull (strstr (s->report, "restored after 'c0' for 'u'; restored after 'p' for 'w'"));
+
+  /* the two swap-ins read one host copy; the second comes after p */
+  PlGraph *out = s->graph;
+  PlNode *in_u = pl_graph_find_node (out, "u")->inputs[1]->producer;
+  PlNode *in_w = pl_graph_find_node (out, "w")->inputs[1]->producer;
+  g_assert_cmpint (in_u->op, ==, PL_OP_SwapIn);
+  g_assert_cmpint (in_w->op, ==, PL_OP_SwapIn);
+  g_assert_true (in_u != in_w && in_u->inputs[0] == in_w->inputs[0]);
+  g_assert_cmpstr (in_w->controls[0].node->name, ==, "p");
+  assert_schedule_is_node_order (out);
+  g_assert_cmpint (live_at (out, "p"), ==, 3 * 262144);
+}
+
+/* The runtime's convolution workspace (im2col, packed weights) counts in
+ * the planned peak while a convolution runs, and in the floor. */
+static void
+test_workspace (void)
+{
+  g_autoptr (PlGraph) g = parse ("graph c opset 17 {\n  input x: f32[1, 8, 32, 32]\n"
+                                 "  const w: f32[8, 8, 3, 3] = random(seed=1, lo=-0.1, hi=0.1)\n"
+                                 "  y = Conv(x, w) {kernel_shape=[3, 3], pads=[1, 1, 1, 1]}\n  z = Tanh(y)\n"
+                                 "  output z\n}\n");
+  const char *params[] = { "swap.budget=1KiB", "swap.workspace=100000", NULL };
+  g_autoptr (PlHistory) h = run_checked (g, "swap", params, 1e-4);
+  PlStep *s = last_step (h);
+  /* the conv reads x and writes y (32 KiB each) beside its workspace */
+  g_assert_cmpint (pl_pass_report_get (s->counters, "peak before"), ==, 2 * 32768 + 100000);
+  g_assert_cmpint (pl_pass_report_get (s->counters, "floor"), ==, 2 * 32768 + 100000);
+  g_assert_cmpint (pl_pass_report_get (s->counters, "budget met"), ==, 0);
+  g_assert_nonnull (strstr (s->report, "what 'y' alone reads and writes with its workspace"));
+  g_assert_nonnull (strstr (s->report, "a convolution's workspace of 97.7 KiB"));
+  g_assert_false (s->changed);   /* nothing lowers it: nothing moves */
 }
 
 /* Budget syntax: sizes with units, plain bytes, a percentage; a budget the
@@ -788,6 +861,8 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/PassSwap/output-to-host", test_output_to_host);
   g_test_add_func ("/Passlab/PassSwap/budget", test_budget);
   g_test_add_func ("/Passlab/PassSwap/budget-unreachable", test_budget_unreachable);
+  g_test_add_func ("/Passlab/PassSwap/tight-steps", test_tight_steps);
+  g_test_add_func ("/Passlab/PassSwap/workspace", test_workspace);
   g_test_add_func ("/Passlab/PassSwap/budget-syntax", test_budget_syntax);
   g_test_add_func ("/Passlab/PassSwap/bad-params", test_bad_params);
   g_test_add_func ("/Passlab/PassSwap/dataflow-model", test_dataflow_model);
