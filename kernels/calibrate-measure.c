@@ -579,3 +579,68 @@ pl_calibration_use_cache (PlCalibration *cal)
   cal->use_cache = true;
 }
 
+
+/* --- in context ------------------------------------------------------------------------ */
+
+/* The cost key of what node computes in g as it stands (its layouts, impl
+ * and tile), or NULL: a Conv, a pool or a LayoutTransform. */
+static char *
+key_in_graph (const PlCalibration *cal, const PlNode *node)
+{
+  PlConvDesc c;
+  PlPoolDesc pd;
+  int64_t d[4];
+  if (node->op == PL_OP_LayoutTransform && pl_cal_value_dims4 (node->inputs[0], d))
+    return pl_cal_transform_key_dims (d, node->inputs[0]->dtype, node->inputs[0]->layout, node->outputs[0]->layout);
+  if (pl_cal_pool_desc (node, &pd))
+    return pl_cal_pool_key (&pd, node->outputs[0]->layout);
+  if (node->op != PL_OP_Conv || !pl_cal_conv_desc (node, &c) || node->inputs[0]->layout != node->outputs[0]->layout)
+    return NULL;
+  PlLayout layout = node->outputs[0]->layout;
+  bool direct = g_strcmp0 (pl_node_attr_string (node, "impl", "gemm"), "direct") == 0;
+  char *key = pl_cal_conv_key (&c, layout, direct ? PL_CONV_IMPL_DIRECT : PL_CONV_IMPL_GEMM);
+  const int64_t *t;
+  int n;
+  if (!direct || cal->backend != PL_BACKEND_CPU || !pl_node_attr_ints (node, "tile", &t, &n) || n != 3)
+    return key;
+  int64_t pebble[3];
+  c.x_layout = c.y_layout = layout;
+  pl_conv_pebble_tile (&c, pl_cpu_fast_memory_bytes (), pl_cpu_parallel_units (), pebble);
+  if (memcmp (t, pebble, sizeof pebble) == 0)
+    return key;
+  char *tiled = g_strdup_printf ("%s tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, key, t[0],
+                                 t[1], t[2]);
+  g_free (key);
+  return tiled;
+}
+
+int
+pl_calibration_measure_graph (PlCalibration *cal, const PlGraph *g, GError **error)
+{
+  g_autoptr (PlRunReport) r = run_graph (cal, g, error);
+  if (!r)
+    return -1;
+  int n = 0;
+  for (guint i = 0; i < g->nodes->len; i++)
+    {
+      const PlNode *node = g->nodes->pdata[i];
+      g_autofree char *key = key_in_graph (cal, node);
+      const PlKernelTiming *k = key ? timing_of (r, node) : NULL;
+      if (!k || k->fallback)
+        continue;
+      Entry *e = g_new0 (Entry, 1);
+      e->ms = k->median_ms;
+      e->source = PL_COST_MEASURED;
+      e->in_context = true;
+      g_hash_table_replace (cal->entries, g_strdup (key), e);
+      n++;
+    }
+  cal->n_in_context += n;
+  return n;
+}
+
+int
+pl_calibration_n_in_context (const PlCalibration *cal)
+{
+  return cal->n_in_context;
+}

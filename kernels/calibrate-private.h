@@ -16,6 +16,7 @@ G_BEGIN_DECLS
 typedef struct {
   double       ms;
   PlCostSource source;
+  bool         in_context;   /* measured inside a whole planned graph: this process only, never cached */
 } Entry;
 
 struct _PlCalibration {
@@ -35,6 +36,7 @@ struct _PlCalibration {
   int         n_measured;
   char       *last_error;
   int         tune_trials; /* > 0: direct convs get a tile from the pruned tile search (cpu) */
+  int         n_in_context; /* entries replaced by pl_calibration_measure_graph */
 };
 
 /* calibrate.c */

@@ -289,7 +289,7 @@ load_cache (PlCalibration *cal)
   while (g_hash_table_iter_next (&it, &k, &v))
     if (g_str_has_prefix (k, prefix))
       {
-        Entry *e = g_new (Entry, 1);
+        Entry *e = g_new0 (Entry, 1);
         e->ms = g_ascii_strtod (v, NULL);
         e->source = PL_COST_MEASURED;
         g_hash_table_insert (cal->entries, g_strdup ((char *) k + strlen (prefix)), e);
@@ -319,7 +319,7 @@ pl_cal_save_cache (PlCalibration *cal, GError **error)
   while (g_hash_table_iter_next (&it, &k, &v))
     {
       const Entry *e = v;
-      if (e->source != PL_COST_MEASURED || !isfinite (e->ms))
+      if (e->source != PL_COST_MEASURED || !isfinite (e->ms) || e->in_context)
         continue;
       char buf[G_ASCII_DTOSTR_BUF_SIZE];
       g_hash_table_insert (all, g_strdup_printf ("%s\t%s\t%s", cal->machine, pl_backend_name (cal->backend),
@@ -349,7 +349,7 @@ void
 pl_cal_set_measured (PlCalibration *cal, const char *key, double ms)
 {
   char buf[G_ASCII_DTOSTR_BUF_SIZE];
-  Entry *e = g_new (Entry, 1);
+  Entry *e = g_new0 (Entry, 1);
   e->ms = g_ascii_strtod (g_ascii_formatd (buf, sizeof buf, "%.6g", ms), NULL);
   e->source = PL_COST_MEASURED;
   g_hash_table_replace (cal->entries, g_strdup (key), e);
@@ -444,7 +444,7 @@ pl_calibration_last_error (const PlCalibration *cal)
 void
 pl_calibration_set (PlCalibration *cal, const char *key, double ms, PlCostSource source)
 {
-  Entry *e = g_new (Entry, 1);
+  Entry *e = g_new0 (Entry, 1);
   e->ms = ms;
   e->source = source;
   g_hash_table_replace (cal->entries, g_strdup (key), e);

@@ -88,6 +88,14 @@ void           pl_calibration_conv_tile (PlCalibration *cal, const PlNode *conv,
  * rule's; the conv's direct cost is then the faster of the two and
  * pl_calibration_conv_tile its tile. 0 (the default): the pebble tile. */
 void           pl_calibration_set_tuning (PlCalibration *cal, int trials);
+/* Runs g (a planned graph, unfused) on the backend and replaces the cost of
+ * each Conv, pool and LayoutTransform in it, as it stands (layouts, impl,
+ * tile), by its kernel's median time there: costs in context, where the
+ * calibration's are of each kernel alone. For this calibration only (never
+ * cached). Returns the entries replaced, -1 on error. */
+int            pl_calibration_measure_graph (PlCalibration *cal, const PlGraph *g, GError **error);
+/* Entries replaced by pl_calibration_measure_graph so far. */
+int            pl_calibration_n_in_context (const PlCalibration *cal);
 /* Entries measured (not from the cache) by this calibration. */
 int            pl_calibration_n_measured (const PlCalibration *cal);
 /* The last measurement error (a batch that failed and was retried branch by branch), or NULL. */

@@ -163,6 +163,13 @@ read_params (const PlPassArgs *args, Params *p, GError **error)
       return false;
     }
   p->tune = (int) tune;
+  int64_t refine = pl_pass_args_int (args, "refine");
+  if (refine < 0 || refine > 10)
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_INVALID, "layout.refine: %" G_GINT64_FORMAT " is not in 0..10", refine);
+      return false;
+    }
+  p->refine = (int) refine;
   return true;
 }
 
@@ -682,6 +689,74 @@ apply_and_report (PlGraph *g, const Model *M, const Plans *P, PlCalibration *cal
   return true;
 }
 
+/* What a plan decided, as text: each node's output layouts, impl and tile. */
+static char *
+plan_signature (const PlGraph *g)
+{
+  GString *s = g_string_new (NULL);
+  for (guint i = 0; i < g->nodes->len; i++)
+    {
+      const PlNode *n = g->nodes->pdata[i];
+      g_string_append_printf (s, "%s:", n->name);
+      for (int k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k])
+          g_string_append_printf (s, "%s,", pl_layout_name (n->outputs[k]->layout));
+      const int64_t *t;
+      int nt;
+      g_string_append_printf (s, "%s", pl_node_attr_string (n, "impl", ""));
+      if (pl_node_attr_ints (n, "tile", &t, &nt) && nt == 3)
+        g_string_append_printf (s, "@%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, t[0], t[1], t[2]);
+      g_string_append_c (s, ';');
+    }
+  return g_string_free (s, FALSE);
+}
+
+/* Costs in context (refine=N): each single-layout plan and the plan are
+ * applied to a copy of g and run on the backend unfused, and their convs',
+ * pools' and transforms' kernel times replace the calibration's, which time
+ * each kernel alone (pl_calibration_measure_graph). Then the plan again
+ * with the new costs, until it stands or N rounds. *runs: graphs run. */
+static bool
+refine_in_context (PlGraph *g, PlCalibration *cal, const Params *p, int *runs, int *rounds, GError **error)
+{
+  *runs = *rounds = 0;
+  g_autofree char *last = NULL;
+  for (int r = 0; r < p->refine; r++)
+    {
+      bool stands = false;
+      for (int l = -1; l < PL_LAYOUT_COUNT && !stands; l++)
+        {
+          if (l >= 0 && (!(p->layouts & (1u << l)) || r > 0 || p->force >= 0))
+            continue;   /* single-layout plans: measured in the first round */
+          g_autoptr (PlGraph) c = pl_graph_copy (g);
+          Model M = { 0 };
+          model_init (&M);
+          bool ok = build_model (&M, c, cal, p, error), changed = false;
+          PlLsSolution *s = ok ? solve (&M, l >= 0 ? l : p->force, p->max_visits) : NULL;
+          if (s && plan_totals (&M, s).total < PENALTY && (ok = pl_lp_apply_plan (c, &M, s, cal, &changed, error)))
+            {
+              g_autofree char *sig = l < 0 ? plan_signature (c) : NULL;
+              stands = sig && last && strcmp (sig, last) == 0;   /* measured already */
+              if (!stands && (ok = pl_calibration_measure_graph (cal, c, error) >= 0))
+                (*runs)++;
+              if (sig)
+                {
+                  g_free (last);
+                  last = g_steal_pointer (&sig);
+                }
+            }
+          pl_ls_solution_free (s);
+          model_clear (&M);
+          if (!ok)
+            return false;
+        }
+      if (stands)
+        break;
+      (*rounds)++;
+    }
+  return true;
+}
+
 static bool
 run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_data G_GNUC_UNUSED, GError **error)
 {
@@ -708,6 +783,9 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
     pl_calibration_set_tuning (cal, p.tune);
   if ((*p.table && !pl_calibration_load_table (cal, p.table, error)) || !pl_calibration_prepare (cal, g, error))
     return false;
+  int runs = 0, rounds = 0;
+  if (p.measured_mode && p.refine > 0 && !refine_in_context (g, cal, &p, &runs, &rounds, error))
+    return false;
 
   Model M = { 0 };
   Plans P = { 0 };
@@ -717,6 +795,10 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
     {
       search_plans (&M, &p, &P);
       report_costs_header (report, cal, &p);
+      if (runs > 0)
+        pl_pass_report_printf (report, "refined in context: %d graph%s run in %d round%s (each single-layout plan and "
+                               "the plan), %d costs replaced by their kernels' times there", runs, runs == 1 ? "" : "s",
+                               rounds, rounds == 1 ? "" : "s", pl_calibration_n_in_context (cal));
       report_search (report, &M, P.plan, &p);
       if (P.totals.total >= PENALTY)
         pl_pass_report_printf (report, "no plan runs every conv with the allowed layouts and impls on this "
@@ -744,6 +826,9 @@ pl_pass_layout_new (void)
     { "table", PL_PARAM_STRING, "", "a file of `key<TAB>ms` cost entries that override the calibration "
       "(keys as in the cache; for tests and what-ifs)" },
     { "max_visits", PL_PARAM_INT, "10000000", "branch and bound budget (search nodes) when the frontier DP does not apply" },
+    { "refine", PL_PARAM_INT, "0", "cost=measured: rounds of running each single-layout plan and the plan on the "
+      "backend and taking their convs', pools' and transforms' times there (in context) over the calibration's; "
+      "0: none" },
     { "tune", PL_PARAM_INT, "0", "cost=measured on cpu: trials of the pebble-pruned tile search per direct conv "
       "and layout before calibrating; a tile it finds is measured beside the pebble tile and the faster one is "
       "used (cached per machine); 0: the pebble tile" },

@@ -354,6 +354,47 @@ test_tuned_tiles (void)
   assert_cpu_matches_reference (g, s->graph);
 }
 
+/* Costs in context (layout.refine): the single-layout plans and the plan
+ * run whole; their kernels' times replace the calibration's for this run
+ * only — the cache keeps the kernels-alone measurements. */
+static void
+test_refine_in_context (void)
+{
+  g_autoptr (PlGraph) g = parse (tiny_graph);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (pl_graph_infer_shapes (g, &error));
+  {
+    /* calibrated first, so the cache is complete before the refined run */
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    g_assert_no_error (error);
+  }
+  g_autofree char *path = g_build_filename (cache_dir, "calibration.txt", NULL);
+  g_autofree char *before = NULL, *after = NULL;
+  g_assert_true (g_file_get_contents (path, &before, NULL, NULL));
+  const char *params[] = { "layout.refine=2", NULL };
+  g_autoptr (PlHistory) h = pl_test_run_checked (g, "layout", params, 1e-5, 1);
+  PlStep *s = last_step (h);
+  g_test_message ("%s", s->report);
+  /* 3 single-layout plans and the plan in round 1; round 2 runs the plan
+   * only if the new costs chose another one */
+  g_assert_true (strstr (s->report, "refined in context: 4 graphs run in 1 round") ||
+                 strstr (s->report, "refined in context: 5 graphs run in 2 rounds"));
+  assert_outputs_nchw (g, s->graph);
+  assert_cpu_matches_reference (g, s->graph);
+  g_assert_true (g_file_get_contents (path, &after, NULL, NULL));
+  g_assert_cmpstr (after, ==, before);
+
+  {
+    /* measured in a graph: each conv, pool and transform there gets its in-context time */
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    g_assert_cmpint (pl_calibration_measure_graph (cal, s->graph, &error), >=, 1);
+    g_assert_no_error (error);
+    g_assert_cmpint (pl_calibration_n_in_context (cal), >=, 1);
+  }
+}
+
 /* --- resnet_block ---------------------------------------------------------------------- */
 
 /* Analytic costs (this machine's ceilings, measured here): with one image
@@ -693,6 +734,7 @@ test_bad_params (void)
     { "layout.force=nhwc", "layout.force" },
     { "layout.table=/nonexistent/table", "cost table" },
     { "layout.tune=-1", "layout.tune: -1 is not in 0..1000" },
+    { "layout.refine=11", "layout.refine: 11 is not in 0..10" },
   };
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
     {
@@ -745,6 +787,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/Layout/mixed-optimum", test_mixed_optimum);
   g_test_add_func ("/Passlab/Layout/measured-tiny-conv", test_measured_tiny_conv);
   g_test_add_func ("/Passlab/Layout/tuned-tiles", test_tuned_tiles);
+  g_test_add_func ("/Passlab/Layout/refine-in-context", test_refine_in_context);
   g_test_add_func ("/Passlab/Layout/pool-between-convs", test_pool_between_convs);
   g_test_add_func ("/Passlab/Layout/measured-pool", test_measured_pool);
   g_test_add_func ("/Passlab/Layout/bad-params", test_bad_params);
