@@ -43,14 +43,59 @@ pl_pipeline_append (PlPipeline *p, PlPassArgs *args)
   g_ptr_array_add (p->entries, args);
 }
 
+/* Splits spec at the commas outside braces; NULL with *error on an
+ * unbalanced brace. */
+static GPtrArray *
+split_entries (const char *spec, GError **error)
+{
+  g_autoptr (GPtrArray) out = g_ptr_array_new_with_free_func (g_free);
+  int depth = 0;
+  const char *start = spec;
+  for (const char *c = spec;; c++)
+    {
+      if (*c == '{' && ++depth > 1)
+        break;
+      if (*c == '}' && --depth < 0)
+        break;
+      if (*c == '\0' && depth != 0)
+        break;
+      if ((*c == ',' && depth == 0) || *c == '\0')
+        {
+          g_ptr_array_add (out, g_strstrip (g_strndup (start, c - start)));
+          if (!*c)
+            return g_steal_pointer (&out);
+          start = c + 1;
+        }
+    }
+  g_set_error (error, PL_ERROR, PL_ERROR_INVALID, "pipeline '%s': unbalanced '{' '}' (PASS{key=value ...})", spec);
+  return NULL;
+}
+
 PlPipeline *
 pl_pipeline_parse (const char *spec, GError **error)
 {
   g_autoptr (PlPipeline) p = pl_pipeline_new ();
-  g_auto (GStrv) names = g_strsplit (spec, ",", -1);
-  for (int i = 0; names[i]; i++)
+  g_autoptr (GPtrArray) entries = split_entries (spec, error);
+  if (!entries)
+    return NULL;
+  for (guint i = 0; i < entries->len; i++)
     {
-      char *name = g_strstrip (names[i]);
+      char *name = entries->pdata[i];
+      char *brace = strchr (name, '{');
+      g_auto (GStrv) settings = NULL;
+      if (brace)
+        {
+          char *close = strrchr (brace, '}');
+          if (!close || close[1])
+            {
+              g_set_error (error, PL_ERROR, PL_ERROR_INVALID, "'%s': expected PASS{key=value ...}", name);
+              return NULL;
+            }
+          *close = '\0';
+          settings = g_strsplit_set (brace + 1, " \t;", -1);
+          *brace = '\0';
+          g_strstrip (name);
+        }
       if (!*name)
         continue;
       const PlPass *pass = pl_pass_find (name);
@@ -63,7 +108,22 @@ pl_pipeline_parse (const char *spec, GError **error)
           g_set_error (error, PL_ERROR, PL_ERROR_INVALID, "unknown pass '%s' (known: %s)", name, known->str);
           return NULL;
         }
-      pl_pipeline_append (p, pl_pass_args_new (pass));
+      PlPassArgs *args = pl_pass_args_new (pass);
+      pl_pipeline_append (p, args);
+      for (int k = 0; settings && settings[k]; k++)
+        {
+          if (!*settings[k])
+            continue;
+          char *eq = strchr (settings[k], '=');
+          if (!eq)
+            {
+              g_set_error (error, PL_ERROR, PL_ERROR_INVALID, "%s{...}: '%s' is not key=value", name, settings[k]);
+              return NULL;
+            }
+          *eq = '\0';
+          if (!pl_pass_args_set (args, settings[k], eq + 1, error))
+            return NULL;
+        }
     }
   return g_steal_pointer (&p);
 }

@@ -53,7 +53,9 @@ typedef struct {
 
 void          pl_run_options_init     (PlRunOptions *options);
 
-/* "simplify,reshape-sink,fuse-loops" (spaces allowed); unknown names fail. */
+/* "simplify,reshape-sink,fuse-loops" (spaces allowed); unknown names fail.
+ * An entry may set its pass's parameters: "layout{tune=8 refine=1}" (keys
+ * separated by spaces or ';'), as pl_pipeline_set_param would for it alone. */
 PlPipeline   *pl_pipeline_parse       (const char *spec, GError **error);
 PlPipeline   *pl_pipeline_new         (void);
 void          pl_pipeline_append      (PlPipeline *p, PlPassArgs *args);  /* takes ownership */

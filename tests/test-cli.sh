@@ -264,6 +264,10 @@ done
 # --- passes, Lua and the fuzzer ------------------------------------------------------
 run run "$SRC/data/graphs/layer_norm.graph" --passes simplify,decompose,fuse-loops --check --report "$TMP/report.json"
 check "run a checked pipeline with a JSON report" eval 'status_is 0 && grep -q "\"pass\":\"fuse-loops\"" "$TMP/report.json"'
+run run "$SRC/data/graphs/resnet_block.graph" --passes "simplify,layout{cost=analytic force=NHWC},fuse-library"
+check "parameters in the pipeline text: PASS{key=value ...}" eval 'status_is 0 && out_has "best single layout" && out_has "plan/best = 1.0"'
+run run "$SRC/data/graphs/resnet_block.graph" --passes "layout{force=NWHC}"
+check "a bad parameter in the pipeline text says which" eval 'fails_cleanly && err_has "layout.force"'
 run run "$SRC/data/graphs/layer_norm.graph" --passes simplify,no-such-pass
 check "run names an unknown pass" eval 'status_is 1 && err_has "unknown pass"'
 run run "$SRC/data/graphs/layer_norm.graph" --script "$SRC/data/pipelines/default.lua" --check

@@ -127,8 +127,9 @@ test_check_flags_wrong_rewrite (void)
 {
   g_autoptr (PlGraph) g = chain_graph ();
   g_autoptr (GError) error = NULL;
-  g_autoptr (PlPipeline) p = pl_pipeline_parse ("neg-to-mul", &error);
-  g_assert_true (pl_pipeline_set_param (p, "neg-to-mul.factor=-2", &error));
+  /* the parameter in the pipeline text, as pl_pipeline_set_param would set it */
+  g_autoptr (PlPipeline) p = pl_pipeline_parse ("neg-to-mul{factor=-2}, nothing", &error);
+  g_assert_no_error (error);
   PlRunOptions o;
   pl_run_options_init (&o);
   o.check = true;
@@ -185,6 +186,24 @@ test_pipeline_errors (void)
   g_clear_error (&error);
   g_assert_false (pl_pipeline_set_param (p, "garbage", &error));
   g_clear_error (&error);
+  /* Parameters in the pipeline text: PASS{key=value ...} */
+  const char *bad[][2] = {
+    { "neg-to-mul{factor=abc}", "not a float" },
+    { "neg-to-mul{nope=1}", "no parameter 'nope'" },
+    { "neg-to-mul{factor}", "'factor' is not key=value" },
+    { "neg-to-mul{factor=2", "unbalanced" },
+    { "neg-to-mul{factor=2}}", "unbalanced" },
+    { "neg-to-mul{{factor=2}}", "unbalanced" },
+    { "neg-to-mul{factor=2} x", "expected PASS{key=value ...}" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_assert_null (pl_pipeline_parse (bad[i][0], &error));
+      g_assert_nonnull (error);
+      if (!strstr (error->message, bad[i][1]))
+        g_error ("'%s': '%s' lacks '%s'", bad[i][0], error->message, bad[i][1]);
+      g_clear_error (&error);
+    }
   /* Built-ins cannot be replaced; custom passes can. */
   g_assert_false (pl_pass_register (pl_pass_new ("simplify", "x", NULL, 0, run_nothing, NULL, NULL), &error));
   g_clear_error (&error);
