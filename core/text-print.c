@@ -165,7 +165,7 @@ append_layout (GString *out, PlLayout layout)
     g_string_append_printf (out, " @%s", pl_layout_name (layout));
 }
 
-/* Raw bytes: little-endian, as text-parse.c asserts the host is. */
+/* Raw bytes: little-endian, as text-parse-values.c asserts the host is. */
 static void
 append_base64 (GString *out, const PlTensor *t)
 {

@@ -1,6 +1,6 @@
-/* lua-private.h — what the three scripting files share: the PlLua state
- * (pl-lua.c), the graph/node/value userdata (lua-graph.c) and the passlab
- * module (lua-passlab.c). Not installed; only scripting/ includes it. */
+/* lua-private.h — what the scripting files share: the PlLua state
+ * (pl-lua.c), the graph/node/value userdata (lua-graph*.c) and the passlab
+ * module (lua-passlab*.c). Not installed; only scripting/ includes it. */
 #pragma once
 
 #include <lauxlib.h>
@@ -89,10 +89,81 @@ gpointer   *pl_lua_box               (lua_State *L, GDestroyNotify destroy);
 /* Takes the object back from the box at idx (the box then frees nothing). */
 gpointer    pl_lua_box_steal         (lua_State *L, int idx);
 
+/* Raises msg (taken) with the caller's position, as luaL_error does. */
+G_NORETURN void pl_lua_raise_owned   (lua_State *L, char *msg);
+
+/* The graph of a handle; NULL once closed, its borrow ended or its history freed. */
+PlGraph    *pl_lua_graph_of          (const PlLuaGraph *lg);
+/* The graph at arg, if it may be rewritten (not a history step), or a Lua error. */
+PlGraph    *pl_lua_check_writable_graph (lua_State *L, int arg);
+
+/* Node and value handles. Pushing one takes the index of its graph handle
+ * (gidx) and pushes nil for NULL; the same object is the same handle. */
+void        pl_lua_push_node         (lua_State *L, int gidx, const PlNode *n);
+void        pl_lua_push_value        (lua_State *L, int gidx, const PlValue *v);
+/* The node or value at arg, or a Lua error (wrong type, or gone from its
+ * graph); *lgp (may be NULL) gets the handle of its graph. */
+PlNode     *pl_lua_check_node        (lua_State *L, int arg, PlLuaGraph **lgp);
+PlValue    *pl_lua_check_value       (lua_State *L, int arg, PlLuaGraph **lgp);
+/* A value of graph g at arg; what names the function in errors. */
+PlValue    *pl_lua_check_value_of    (lua_State *L, int arg, PlGraph *g, const char *what);
+/* Whether idx holds a value handle (valid or not). */
+bool        pl_lua_is_value          (lua_State *L, int idx);
+/* Pushes the graph handle of the node or value handle at idx; returns its index. */
+int         pl_lua_push_owner_graph  (lua_State *L, int idx);
+/* The start of an __index whose upvalue holds the methods (key at 2): pushes
+ * the method, or nil. Returns NULL when that is the answer (a method, or a
+ * key that is not a string), else the key, a field name, with the nil still
+ * pushed. */
+const char *pl_lua_index_method      (lua_State *L);
+
+/* --- lua-graph-read.c ------------------------------------------------------------ */
+
 /* A shape as an array of sizes, symbol names and "?"; nil for unknown rank. */
 void        pl_lua_push_shape        (lua_State *L, const PlShape *s);
+/* g:nodes(), g:node(), ... g:stats(). */
+extern const luaL_Reg pl_lua_graph_read_methods[];
+/* The __index of node and value handles (their fields; node methods come
+ * from the upvalue). */
+int         pl_lua_node_index        (lua_State *L);
+int         pl_lua_value_index       (lua_State *L);
+
+/* --- lua-graph-rewrite.c --------------------------------------------------------- */
+
+/* g:add_node{...}, g:add_const(), ... g:dce(); n:set_attr(). */
+extern const luaL_Reg pl_lua_graph_rewrite_methods[];
+extern const luaL_Reg pl_lua_node_rewrite_methods[];
 
 /* --- lua-passlab.c --------------------------------------------------------------- */
+
+/* The luaopen function of `require "passlab"`. */
+int         pl_lua_open_passlab      (lua_State *L);
+
+/* --- lua-passlab-run.c ----------------------------------------------------------- */
+
+/* Creates the history metatable and registry tables (at state creation). */
+void        pl_lua_passlab_init      (lua_State *L);
+/* The pipeline a Lua value describes (see passlab.run), or a Lua error. */
+PlPipeline *pl_lua_check_pipeline    (lua_State *L, int arg);
+/* Takes the PlHistory out of a history table passlab.run returned (its step
+ * graphs become invalid), or NULL if idx holds no such table. */
+PlHistory  *pl_lua_steal_history     (lua_State *L, int idx);
+/* A parameter value given in Lua as text (g_free), or NULL if it has no text form. */
+char       *pl_lua_param_text        (lua_State *L, int idx);
+/* Pushes {added={ids}, removed={ids}, changed={ids}}. */
+void        pl_lua_push_graph_diff   (lua_State *L, const PlGraphDiff *d);
+/* passlab.passes() and passlab.run(g, pipeline [, options]). */
+int         pl_lua_passlab_passes    (lua_State *L);
+int         pl_lua_passlab_run       (lua_State *L);
+
+/* --- lua-passlab-register.c ------------------------------------------------------ */
+
+/* passlab.register_pass{...}. */
+int         pl_lua_passlab_register_pass (lua_State *L);
+/* Unregisters and frees the passes of pl. */
+void        pl_lua_passes_free       (PlLua *pl);
+
+/* --- lua-passlab-exec.c ---------------------------------------------------------- */
 
 /* Tensors as Lua tables: {dtype="f32", shape={2, 3}, data={...}} with data
  * flat, row-major (numbers; integers for integer dtypes; booleans for bool). */
@@ -102,17 +173,7 @@ void        pl_lua_push_tensor_data  (lua_State *L, const PlTensor *t);
 int         pl_lua_check_dims        (lua_State *L, int idx, int64_t *dims, const char *what);
 /* Fills t from the flat array (or single number) at idx, or raises naming what. */
 void        pl_lua_fill_tensor       (lua_State *L, int idx, PlTensor *t, const char *what);
-
-/* The luaopen function of `require "passlab"`. */
-int         pl_lua_open_passlab      (lua_State *L);
-/* Creates the history metatable and registry tables (at state creation). */
-void        pl_lua_passlab_init      (lua_State *L);
-/* The pipeline a Lua value describes (see passlab.run), or a Lua error. */
-PlPipeline *pl_lua_check_pipeline    (lua_State *L, int arg);
-/* Takes the PlHistory out of a history table passlab.run returned (its step
- * graphs become invalid), or NULL if idx holds no such table. */
-PlHistory  *pl_lua_steal_history     (lua_State *L, int idx);
-/* Unregisters and frees the passes of pl. */
-void        pl_lua_passes_free       (PlLua *pl);
+/* passlab.exec(g [, options]). */
+int         pl_lua_passlab_exec      (lua_State *L);
 
 G_END_DECLS

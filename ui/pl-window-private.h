@@ -1,6 +1,8 @@
-/* pl-window-private.h — what pl-window.c (the document, the worker, the
- * views) and pl-window-actions.c (actions, dialogs, drag and drop, recent
- * files, saved window state) share. */
+/* pl-window-private.h — what the window's files share: pl-window.c (the
+ * document, the widget and its template), pl-window-view.c (what is shown of
+ * the document), pl-window-worker.c (loading, running and laying out off the
+ * main thread) and pl-window-actions.c (actions, dialogs, drag and drop,
+ * recent files, saved window state). */
 #pragma once
 
 #include "pl-window.h"
@@ -74,18 +76,35 @@ struct _PlWindow
 
 /* pl-window.c */
 void  pl_window_set_banner       (PlWindow *self, const char *message, gboolean is_error);
-void  pl_window_cancel           (PlWindow *self);
-void  pl_window_zoom             (PlWindow *self, int direction);  /* -1 out, 0 fit, +1 in */
+/* Notifies the read-only state properties (busy, has-graph, can-run, ...). */
+void  pl_window_notify_state     (PlWindow *self);
+/* The step shown, or NULL when nothing is open. */
+const PlStep *pl_window_current_step (PlWindow *self);
 /* Adds a page under the canvas, next to the timeline ("Timeline | Script |
  * title"); name identifies it for pl_window_show_bottom_page. */
 void  pl_window_add_bottom_page  (PlWindow *self, GtkWidget *page, const char *name, const char *title);
 void  pl_window_show_bottom_page (PlWindow *self, const char *name);
 /* The script panel (a PlScriptPanel). */
 GtkWidget *pl_window_get_script_panel (PlWindow *self);
+
+/* pl-window-view.c */
+/* Shows step i (clamped) of the document on the canvas, timeline, titles,
+ * legend and inspector. */
+void  pl_window_show_step        (PlWindow *self, int i);
+void  pl_window_update_titles    (PlWindow *self);
+void  pl_window_refresh_inspector (PlWindow *self);
+/* Selects key (NULL: nothing) on the canvas and centres on it. */
+void  pl_window_select_key       (PlWindow *self, const char *key);
+void  pl_window_zoom             (PlWindow *self, int direction);  /* -1 out, 0 fit, +1 in */
+
+/* pl-window-worker.c */
+void  pl_window_cancel           (PlWindow *self);
 /* Shows history (taken) as the document's, at its last step, as a run of
  * the pipeline would; its file stays the current one, or is file when
  * nothing is open. */
 void  pl_window_show_history     (PlWindow *self, PlHistory *history, GFile *file);
+/* The canvas's "layout-finished": ends the wait of a job. */
+void  pl_window_on_layout_finished (PlGraphCanvas *canvas, const char *error, PlWindow *self);
 
 /* pl-window-actions.c */
 void  pl_window_actions_init     (PlWindow *self);
