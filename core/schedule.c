@@ -16,6 +16,16 @@
  * live ranges on a second curve, host_live_bytes, and are left out of the
  * device curve: a swap-out frees its input's device memory from the step
  * after its last device reader, and the swap-in allocates it again.
+ *
+ * In-place sharing (pl_in_place_input; XLA's buffer assignment, TFLite's
+ * and PyTorch's in-place ops do the same): an elementwise node writing
+ * element i from the elements i of its inputs may write over an input it
+ * reads for the last time. The output then lives in that input's memory:
+ * both are live at the step that writes it, but its bytes are counted once
+ * (the input's), and from the next step on as the output's. The runtime's
+ * memory plan shares the same buffers by the same rule, so a binary op on
+ * two dying activations holds two of them, not three.
+ *
  * The curve is built with a difference array: O(values + uses + steps).
  */
 #define G_LOG_DOMAIN "passlab"
@@ -113,6 +123,72 @@ last_use_step (const PlValue *v, GHashTable *steps)
   return last;
 }
 
+/* --- in-place sharing ----------------------------------------------------------- */
+
+/* An elementwise op, or a fusion of nothing else (constants aside): every
+ * output element is computed from the same-index elements of the inputs
+ * of its shape. */
+static bool
+elementwise_node (const PlNode *node)
+{
+  if (!node->body)
+    {
+      const PlOpInfo *info = pl_op_info (node->op);
+      return info && info->category == PL_CAT_ELEMENTWISE;
+    }
+  for (guint i = 0; i < node->body->nodes->len; i++)
+    {
+      const PlNode *x = node->body->nodes->pdata[i];
+      if (x->op != PL_OP_Constant && (x->body || !elementwise_node (x)))
+        return false;
+    }
+  return true;
+}
+
+/* Whether out may be stored in in's memory, element for element. */
+static bool
+same_storage (const PlValue *in, const PlValue *out)
+{
+  size_t size = pl_dtype_size (in->dtype);
+  return size > 0 && size == pl_dtype_size (out->dtype) && in->layout == out->layout &&
+         in->shape.rank != PL_RANK_UNKNOWN && pl_shape_equal (&in->shape, &out->shape);
+}
+
+/* Whether in's memory is free to take: an intermediate of the device. */
+static bool
+overwritable (const PlValue *in)
+{
+  return in->constant == NULL && !in->is_input && in->producer != NULL && !pl_value_on_host (in) &&
+         !pl_value_is_output (in);
+}
+
+int
+pl_in_place_input (const PlNode *node, int out, const bool *dies)
+{
+  g_return_val_if_fail (node != NULL && dies != NULL, -1);
+  if (out < 0 || out >= node->n_outputs || !node->outputs[out] || !elementwise_node (node))
+    return -1;
+  /* the outputs before `out` choose first; a value goes to one of them */
+  g_autofree const PlValue **taken = g_new0 (const PlValue *, node->n_outputs);
+  int choice = -1;
+  for (int j = 0; j <= out; j++)
+    {
+      const PlValue *o = node->outputs[j];
+      choice = -1;
+      for (int k = 0; o && !pl_value_on_host (o) && k < node->n_inputs && choice < 0; k++)
+        {
+          const PlValue *in = node->inputs[k];
+          bool ok = in && dies[k] && same_storage (in, o) && overwritable (in);
+          for (int t = 0; ok && t < j; t++)
+            ok = taken[t] != in;
+          if (ok)
+            choice = k;
+        }
+      taken[j] = choice >= 0 ? node->inputs[choice] : NULL;
+    }
+  return choice;
+}
+
 /* The graph outputs as a set: pl_value_is_output scans the output list. */
 static GHashTable *
 output_set (const PlGraph *g)
@@ -121,6 +197,34 @@ output_set (const PlGraph *g)
   for (guint i = 0; i < g->outputs->len; i++)
     g_hash_table_add (outputs, g->outputs->pdata[i]);
   return outputs;
+}
+
+/* The outputs of node, run at `step`, that are written in place over an
+ * input (pl_in_place_input with this schedule's last uses), into `shared`. */
+static void
+add_in_place_outputs (const PlNode *node, int step, GHashTable *steps, GHashTable *outputs, GHashTable *shared)
+{
+  if (node->n_inputs == 0 || !elementwise_node (node))
+    return;
+  g_autofree bool *dies = g_new0 (bool, node->n_inputs);
+  for (int k = 0; k < node->n_inputs; k++)
+    {
+      const PlValue *v = node->inputs[k];
+      dies[k] = v && v->constant == NULL && !g_hash_table_contains (outputs, v) && last_use_step (v, steps) == step;
+    }
+  for (int j = 0; j < node->n_outputs; j++)
+    if (pl_in_place_input (node, j, dies) >= 0)
+      g_hash_table_add (shared, node->outputs[j]);
+}
+
+/* The values written in place over an input, over the whole schedule. */
+static GHashTable *
+in_place_set (PlNode *const *order, int n, GHashTable *steps, GHashTable *outputs)
+{
+  GHashTable *shared = g_hash_table_new (NULL, NULL);
+  for (int i = 0; i < n; i++)
+    add_in_place_outputs (order[i], i, steps, outputs, shared);
+  return shared;
 }
 
 /* v's live range [*first, *last] in a schedule of n steps (see the top of
@@ -169,6 +273,8 @@ pl_memory_profile (const PlGraph *g, int64_t sym_size, GError **error)
   g_autofree int64_t *delta = g_new0 (int64_t, n + 1);
   g_autofree int64_t *host_delta = g_new0 (int64_t, n + 1);
   g_autoptr (GHashTable) outputs = output_set (g);
+  g_autoptr (GHashTable) shared = in_place_set (order, n, steps, outputs);
+  p->n_in_place = (int) g_hash_table_size (shared);
 
   for (guint i = 0; i < g->values->len; i++)
     {
@@ -187,6 +293,11 @@ pl_memory_profile (const PlGraph *g, int64_t sym_size, GError **error)
         continue;
 
       int64_t *d = pl_value_on_host (v) ? host_delta : delta;
+      /* written over an input: that input's bytes hold it at its own step */
+      if (g_hash_table_contains (shared, v))
+        first++;
+      if (first > last)
+        continue;
       d[first] += bytes;
       d[last + 1] -= bytes;
     }
@@ -220,11 +331,14 @@ pl_memory_profile_live_at (const PlMemoryProfile *p, const PlGraph *g, int step)
     return live;
   g_autoptr (GHashTable) steps = step_index (p->order, p->n_steps);
   g_autoptr (GHashTable) outputs = output_set (g);
+  g_autoptr (GHashTable) shared = g_hash_table_new (NULL, NULL);
+  add_in_place_outputs (p->order[step], step, steps, outputs, shared);
   for (guint i = 0; i < g->values->len; i++)
     {
       PlValue *v = g_ptr_array_index (g->values, i);
       int first, last;
-      if (live_range (v, steps, outputs, p->n_steps, &first, &last) && first <= step && step <= last)
+      if (live_range (v, steps, outputs, p->n_steps, &first, &last) && first <= step && step <= last &&
+          !g_hash_table_contains (shared, v))
         g_ptr_array_add (live, v);
     }
   return live;

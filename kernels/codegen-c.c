@@ -24,6 +24,12 @@
  * CONV plans also get `<name>_im2col`, the im2col matrix in the order the
  * conv's layout multiplies it (see "im2col, per layout"), or with impl
  * DIRECT `<name>_direct`, the tiled direct convolution (conv-direct.c).
+ * Arguments are restrict pointers except the slots that share memory: a
+ * GEMM/CONV epilogue updating the library result in place, and an output
+ * the runtime stores over an input (pl_kernel_plan_restrict). Such a
+ * pointwise loop loads the element it then stores, in the same iteration,
+ * so the `omp simd` loop stays correct: no iteration reads what another
+ * writes.
  * POOL plans are `void <name> (void *const *args)` too, from pool.c.
  */
 #define G_LOG_DOMAIN "passlab"
@@ -198,14 +204,16 @@ emit_args (Emit *e)
   int n_in = (int) p->inputs->len;
   for (int k = 0; k < n_in; k++)
     {
+      /* a slot sharing memory with another (an in-place epilogue or output) is no restrict pointer */
       const char *t = ctype_of_value (p->inputs->pdata[k]);
-      bool alias = p->in_place && k == p->lib_slot;
-      line (e, "const %s *%s in%d = (const %s *) args[%d];", t, alias ? "" : "restrict", k, t, k);
+      line (e, "const %s *%s in%d = (const %s *) args[%d];", t, pl_kernel_plan_restrict (p, false, k) ? "restrict" : "",
+            k, t, k);
     }
   for (guint k = 0; k < p->outputs->len; k++)
     {
       const char *t = ctype_of_value (p->outputs->pdata[k]);
-      line (e, "%s *%s out%u = (%s *) args[%d];", t, p->in_place && k == 0 ? "" : "restrict", k, t, n_in + (int) k);
+      line (e, "%s *%s out%u = (%s *) args[%d];", t, pl_kernel_plan_restrict (p, true, (int) k) ? "restrict" : "", k,
+            t, n_in + (int) k);
     }
 }
 

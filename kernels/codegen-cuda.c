@@ -23,6 +23,9 @@
  * LayoutTransform is a pointwise LOOP plan (a load in one layout, a store
  * in the other), looped in the destination's order so stores coalesce.
  * GEMM goes to cuBLAS; its epilogue is a pointwise kernel.
+ * Pointers are __restrict__ except the slots that share memory (an in-place
+ * epilogue; an output the runtime stores over an input, which a pointwise
+ * thread reads at the offset it then writes: pl_kernel_plan_restrict).
  */
 #define G_LOG_DOMAIN "passlab"
 #include "codegen.h"
@@ -107,15 +110,13 @@ emit_signature (Emit *e, const char *name)
   const PlKernelPlan *p = e->p;
   GString *sig = g_string_new (NULL);
   g_string_append_printf (sig, "extern \"C\" __global__ void __launch_bounds__ (%d) %s (", e->block, name);
+  /* a slot sharing memory with another (an in-place epilogue or output) is no __restrict__ pointer */
   for (guint k = 0; k < p->inputs->len; k++)
-    {
-      bool alias = p->in_place && (int) k == p->lib_slot;
-      g_string_append_printf (sig, "const %s *%s in%u, ", pl_plan_ctype (((PlValue *) p->inputs->pdata[k])->dtype),
-                              alias ? "" : "__restrict__", k);
-    }
+    g_string_append_printf (sig, "const %s *%s in%u, ", pl_plan_ctype (((PlValue *) p->inputs->pdata[k])->dtype),
+                            pl_kernel_plan_restrict (p, false, (int) k) ? "__restrict__" : "", k);
   for (guint k = 0; k < p->outputs->len; k++)
     g_string_append_printf (sig, "%s *%s out%u, ", pl_plan_ctype (((PlValue *) p->outputs->pdata[k])->dtype),
-                            p->in_place && k == 0 ? "" : "__restrict__", k);
+                            pl_kernel_plan_restrict (p, true, (int) k) ? "__restrict__" : "", k);
   g_string_append (sig, "char *__restrict__ scratch)");
   line (e, "%s", sig->str);
   g_string_free (sig, TRUE);

@@ -315,7 +315,63 @@ pl_kernel_plan_free (PlKernelPlan *p)
   g_ptr_array_unref (p->inputs);
   g_ptr_array_unref (p->outputs);
   pl_plan_loop_free (p->loop);
+  g_free (p->shared_in);
+  g_free (p->shared_out);
   g_free (p);
+}
+
+/* --- in-place sharing ----------------------------------------------------------------- */
+
+bool
+pl_kernel_plan_overwrites (const PlKernelPlan *p, int in, int out)
+{
+  g_return_val_if_fail (p != NULL, false);
+  const PlLoopPlan *lp = p->loop;
+  if (p->kind != PL_PLAN_LOOP || !lp || lp->reductions->len || lp->n_passes > 1 || in < 0 ||
+      in >= (int) p->inputs->len || out < 0 || out >= (int) p->outputs->len)
+    return false;
+  const PlValue *x = p->inputs->pdata[in], *y = p->outputs->pdata[out];
+  if (!x || !y || pl_dtype_size (x->dtype) != pl_dtype_size (y->dtype))
+    return false;
+  const PlIdx *at = NULL;   /* interned: equal offsets are the same pointer */
+  for (guint s = 0; s < lp->stores->len; s++)
+    {
+      const PlStore *st = &g_array_index (lp->stores, PlStore, s);
+      if (st->slot != out)
+        continue;
+      if (st->level != PL_LEVEL_ELEM || (at && st->index != at))
+        return false;
+      at = st->index;
+    }
+  for (guint i = 0; at && i < lp->instrs->len; i++)
+    {
+      const PlInstr *ld = &g_array_index (lp->instrs, PlInstr, i);
+      if (ld->op == PL_SOP_LOAD && ld->slot == in && ld->index != at)
+        return false;
+    }
+  return at != NULL;
+}
+
+void
+pl_kernel_plan_share (PlKernelPlan *p, int in, int out)
+{
+  g_return_if_fail (p != NULL && in >= 0 && in < (int) p->inputs->len && out >= 0 && out < (int) p->outputs->len);
+  if (!p->shared_in)
+    {
+      p->shared_in = g_new0 (bool, p->inputs->len);
+      p->shared_out = g_new0 (bool, p->outputs->len);
+    }
+  p->shared_in[in] = p->shared_out[out] = true;
+}
+
+bool
+pl_kernel_plan_restrict (const PlKernelPlan *p, bool output, int k)
+{
+  g_return_val_if_fail (p != NULL, true);
+  if (p->in_place && (output ? k == 0 : k == p->lib_slot))
+    return false;
+  const bool *shared = output ? p->shared_out : p->shared_in;
+  return !(shared && shared[k]);
 }
 
 PlKernelPlan *

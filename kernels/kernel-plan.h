@@ -170,6 +170,8 @@ struct _PlKernelPlan {
   PlPoolDesc    pool;        /* POOL */
   int           lib_slot;    /* GEMM/CONV with an epilogue: the input slot holding the library result */
   bool          in_place;    /* GEMM/CONV: the library writes output 0; the epilogue updates it in place */
+  bool         *shared_in;   /* LOOP: per slot, whether it shares memory with an output slot (the */
+  bool         *shared_out;  /*   runtime's in-place sharing: pl_kernel_plan_share); NULL: none */
   const PlNode *node;        /* FALLBACK / ALIAS: the op */
   int64_t       flops;
   char         *note;        /* why a fallback, the library call, ... */
@@ -193,6 +195,20 @@ bool          pl_conv_desc_from_node  (const PlNode *conv, PlConvDesc *c, char *
 /* A FALLBACK plan for node (a fusion node runs its body in the interpreter). */
 PlKernelPlan *pl_kernel_plan_fallback (const char *name, const PlNode *node, const char *why);
 void          pl_kernel_plan_free     (PlKernelPlan *p);
+/* In-place sharing (the runtime's memory plan, runtime.c): whether output
+ * slot `out` of p may be stored over input slot `in` — a pointwise LOOP
+ * (no reductions, one pass) that reads `in` only at the element offset
+ * where it writes `out` (every load of it, every store to it), with the same
+ * element size, so each element is read before it is overwritten, by the
+ * same thread, in the same iteration. */
+bool          pl_kernel_plan_overwrites (const PlKernelPlan *p, int in, int out);
+/* Marks input slot `in` and output slot `out` as sharing memory: the code
+ * generators then declare neither restrict. */
+void          pl_kernel_plan_share    (PlKernelPlan *p, int in, int out);
+/* Whether the generated code may declare slot k (an input, or an output
+ * when `output`) restrict: no other slot shares its memory (the in-place
+ * epilogue of a GEMM/CONV, pl_kernel_plan_share). */
+bool          pl_kernel_plan_restrict (const PlKernelPlan *p, bool output, int k);
 /* A readable dump of the loop IR (tests, --show-source). */
 char         *pl_kernel_plan_dump     (const PlKernelPlan *p);
 

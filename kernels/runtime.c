@@ -7,8 +7,11 @@
  * in one arena, assigned first fit over the schedule (then by size, largest
  * first, when that packs tighter: pack_arena): allocated when its
  * step runs, freed after its last reader (views share their source's place
- * and keep it alive). The arena is allocated once; the memory timeline of a
- * run records the bytes in use at each step's start and end.
+ * and keep it alive). An elementwise kernel may store its output in the
+ * place of an input it reads for the last time (share_in_place: the rule
+ * of pl_in_place_input, which the graph's memory profile follows too). The
+ * arena is allocated once; the memory timeline of a run records the bytes
+ * in use at each step's start and end.
  *
  * Swapping (DESIGN.md §1.5): a SwapOut's output is a host value
  * (pl_value_on_host) and gets a place in a separate host pool (first fit
@@ -797,13 +800,20 @@ pack_arena (PlExecutable *e)
     }
 }
 
+/* Every buffer's lifetime (first, last) over the steps, from scratch: roots
+ * over all their aliases, graph inputs from step 0, graph outputs past the
+ * end (n_steps); the kernel workspace of the largest step. */
 static void
-plan_memory (PlExecutable *e)
+lifetimes (PlExecutable *e)
 {
   int n_steps = (int) e->steps->len;
   for (guint i = 0; i < e->bufs->len; i++)
-    if (buf (e, (int) i)->kind == BUF_INPUT)
-      buf (e, (int) i)->first = 0;
+    {
+      Buffer *b = buf (e, (int) i);
+      b->first = b->kind == BUF_INPUT ? 0 : -1;
+      b->last = -1;
+    }
+  e->workspace_bytes = 0;
   for (int s = 0; s < n_steps; s++)
     {
       Step *st = step_at (e, s);
@@ -840,7 +850,13 @@ plan_memory (PlExecutable *e)
       if (b >= 0)
         buf (e, root_of (e, b))->last = n_steps;
     }
+}
 
+static void
+plan_memory (PlExecutable *e)
+{
+  int n_steps = (int) e->steps->len;
+  lifetimes (e);
   g_autoptr (GArray) live = g_array_new (FALSE, FALSE, sizeof (Block));
   g_autoptr (GArray) host_live = g_array_new (FALSE, FALSE, sizeof (Block));
   int64_t in_use = 0, host_in_use = 0;
@@ -1044,6 +1060,104 @@ upload_cuda (PlExecutable *e, GError **error)
   return true;
 }
 
+/* --- in-place sharing ----------------------------------------------------------------- */
+
+/* The buffer v was given (-1: none, or a constant not read yet). */
+static int
+lookup_buffer (PlExecutable *e, const PlValue *v)
+{
+  return v ? GPOINTER_TO_INT (g_hash_table_lookup (e->buf_of, v)) - 1 : -1;
+}
+
+/* Whether step st (plan p) may store output slot q over root buffer r: a
+ * fallback computes on copies of its inputs; a loop must read every slot
+ * holding r only where it writes q. */
+static bool
+overwrites_root (PlExecutable *e, const Step *st, int r, int q)
+{
+  const PlKernelPlan *p = st->plan;
+  if (p->kind == PL_PLAN_FALLBACK)
+    return true;
+  for (guint i = 0; i < p->inputs->len; i++)
+    if (st->in_bufs[i] >= 0 && root_of (e, st->in_bufs[i]) == r && !pl_kernel_plan_overwrites (p, (int) i, q))
+      return false;
+  return true;
+}
+
+/* Output j of step s's node into the memory of its input root r: the
+ * output's buffer becomes an alias of r (one place in the arena, one
+ * lifetime from r's first step to the output's last), the loop's two slots
+ * lose restrict, and the kernel's note says so. false when the step's plan
+ * does not allow it. */
+static bool
+share_buffer (PlExecutable *e, int s, int j, int k, int r)
+{
+  Step *st = step_at (e, s);
+  const PlNode *node = st->node;
+  int ob = lookup_buffer (e, node->outputs[j]);
+  Buffer *o = ob >= 0 ? buf (e, ob) : NULL;
+  if (!o || o->kind != BUF_TEMP || o->host || o->first != s)
+    return false;
+  int q = -1;
+  for (guint k2 = 0; k2 < st->plan->outputs->len && q < 0; k2++)
+    if (st->out_bufs[k2] == ob)
+      q = (int) k2;
+  if (q < 0 || !overwrites_root (e, st, r, q))
+    return false;
+  o->kind = BUF_ALIAS;
+  o->alias_of = r;
+  buf (e, r)->last = MAX (buf (e, r)->last, o->last);
+  for (guint i = 0; st->plan->kind == PL_PLAN_LOOP && i < st->plan->inputs->len; i++)
+    if (st->in_bufs[i] >= 0 && root_of (e, st->in_bufs[i]) == r)
+      pl_kernel_plan_share (st->plan, (int) i, q);
+  Entry *en = &g_array_index (e->entries, Entry, st->entry);
+  g_autofree char *what = node->n_outputs > 1 ? g_strdup_printf ("%s in place over %s", node->outputs[j]->name,
+                                                                 node->inputs[k]->name)
+                                              : g_strdup_printf ("in place over %s", node->inputs[k]->name);
+  char *note = en->note ? g_strdup_printf ("%s; %s", en->note, what) : g_strdup (what);
+  g_free (en->note);
+  en->note = note;
+  return true;
+}
+
+/* In-place sharing (DESIGN.md §1.5's floor; XLA's buffer assignment,
+ * TFLite, PyTorch's in-place ops): the one kernel of an elementwise node
+ * stores an output in the buffer of an input it reads for the last time,
+ * by pl_in_place_input — the rule core/schedule.c's memory profile follows
+ * too, so the planned peak is this plan's — and when its plan allows it
+ * (overwrites_root). Runs before code generation (restrict) and before
+ * the memory plan, in step order, so chains share one buffer. */
+static void
+share_in_place (PlExecutable *e)
+{
+  lifetimes (e);
+  for (int s = 0; s < (int) e->steps->len; s++)
+    {
+      Step *st = step_at (e, s);
+      const PlNode *node = st->node;
+      const Entry *en = &g_array_index (e->entries, Entry, st->entry);
+      if (en->n_steps != 1 || node->graph != e->g || st->copy || st->convert || node->n_inputs == 0 ||
+          (st->plan->kind != PL_PLAN_LOOP && st->plan->kind != PL_PLAN_FALLBACK))
+        continue;
+      /* dies: the input's memory is an intermediate's, last read here (views of it included) */
+      g_autofree bool *dies = g_new0 (bool, node->n_inputs);
+      g_autofree int *roots = g_new0 (int, node->n_inputs);
+      for (int k = 0; k < node->n_inputs; k++)
+        {
+          int b = lookup_buffer (e, node->inputs[k]);
+          roots[k] = b >= 0 ? root_of (e, b) : -1;
+          Buffer *r = roots[k] >= 0 ? buf (e, roots[k]) : NULL;
+          dies[k] = r && r->kind == BUF_TEMP && !r->host && r->first >= 0 && r->first < s && r->last == s;
+        }
+      for (int j = 0; j < node->n_outputs; j++)
+        {
+          int k = pl_in_place_input (node, j, dies);
+          if (k >= 0)
+            share_buffer (e, s, j, k, roots[k]);
+        }
+    }
+}
+
 /* --- building --------------------------------------------------------------------------- */
 
 /* Plans and buffers for every node; the graph outputs' buffers. */
@@ -1072,6 +1186,7 @@ build (PlExecutable *e, GError **error)
       if ((e->output_bufs[i] = buffer_of (e, v, error)) < 0)
         return false;
     }
+  share_in_place (e);
   return true;
 }
 

@@ -46,10 +46,11 @@
  *    applied and the report says by how much it misses and what the floor
  *    is: the most one step reads and writes, below which no plan of this
  *    schedule goes (a binary elementwise op on the largest activations
- *    holds three of them). The planned peak counts `workspace` bytes while
- *    a convolution runs: the runtime's im2col and packed weights, which the
- *    graph's memory profile does not know, so that the runtime's arena
- *    fits the same budget.
+ *    holds two of them: its output may take the place of an input it reads
+ *    last, pl_in_place_input, as the runtime's memory plan does). The
+ *    planned peak counts `workspace` bytes while a convolution runs: the
+ *    runtime's im2col and packed weights, which the graph's memory profile
+ *    does not know, so that the runtime's arena fits the same budget.
  * The report: tensors moved (bytes, slack, restorations), bytes swapped and
  * compressed, device peak before -> after, host peak, predicted time before
  * -> after (the overhead is copy and conversion time the slack did not hide,
@@ -696,16 +697,24 @@ peak_with (const PlGraph *g, const PlTimingAnalysis *t, const Params *p, GPtrArr
 
 /* What the node at step s reads and writes in device memory: while it runs
  * those are live whatever is swapped, so no plan of this schedule has a
- * peak below the largest of them (the floor). */
+ * peak below the largest of them (the floor). An output that may be
+ * written in place over an input (pl_in_place_input, as if every input
+ * died here: a plan can make it so by restoring a copy for this node)
+ * adds nothing: a binary elementwise op holds two tensors, not three. */
 static int64_t
 step_footprint (const PlTimingAnalysis *t, int s)
 {
   const PlNode *node = t->order[s];
+  g_autofree bool *dies = g_new (bool, MAX (node->n_inputs, 1));
+  for (int k = 0; k < node->n_inputs; k++)
+    dies[k] = true;
   int64_t bytes = 0;
   for (int k = 0; k < node->n_inputs + node->n_outputs; k++)
     {
       const PlValue *v = k < node->n_inputs ? node->inputs[k] : node->outputs[k - node->n_inputs];
       if (!v || v->constant || pl_value_on_host (v))
+        continue;
+      if (k >= node->n_inputs && pl_in_place_input (node, k - node->n_inputs, dies) >= 0)
         continue;
       bool seen = false;   /* a value read twice counts once */
       for (int j = 0; j < k && !seen; j++)

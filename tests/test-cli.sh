@@ -309,6 +309,12 @@ run exec "$RT" --backend cpu --cache-dir "$TMP/kc" --passes grad --device-budget
 check "exec: the unswapped step is refused under that budget" eval 'status_is 1 && err_has "run the swap pass with --param swap.budget=3212822 --param swap.workspace=$ws"'
 run exec "$RT" --backend cpu --passes grad --device-budget 3212822 --dry-run
 check "exec --dry-run: refused alike" eval 'status_is 1 && err_has "run the swap pass"'
+# In-place sharing: residual = Add(bn2, x) writes over bn2, which it reads
+# last, so no step holds three activations any more; the floor no plan goes
+# below is the weight gradient's convolution (two activations and its 144 KiB).
+run run "$RT" --passes grad,swap --param swap.budget=1KiB
+check "swap: the floor is two activations, not residual's three" \
+  eval 'status_is 0 && out_has "NOT met" && out_has "the floor is 1.7 MiB: what '"'"'conv2.bw_3'"'"' alone reads and writes"'
 run exec "$RT" --dry-run
 check "exec --dry-run needs a backend that plans memory" eval 'fails_cleanly && err_has "--backend cpu or cuda"'
 # The ResNet stack's training step at batch 16 under 39 MiB: the pass
@@ -322,6 +328,7 @@ run exec "$TMP/stack16.graph" --backend cpu --passes grad,swap --param swap.budg
 check "exec --dry-run: ... and its arena fits 39 MiB too" eval 'status_is 0 && out_has "budget 40894464 bytes (39.0 MiB): fits"'
 run exec "$RT" --backend cpu --cache-dir "$TMP/kc" --passes grad --repeat 1
 check "exec: the arena packs within 5% of the peak (greedy by size)" eval 'status_is 0 && awk "/^memory:/ { exit !(\$7 <= 1.05 * \$4 && \$5 \",\" == \$8) }" "$TMP/out"'
+check "exec: elementwise kernels write over inputs they read last" eval 'status_is 0 && out_has "Add — in place over bn2"'
 run exec "$SRC/data/graphs/resnet_block.graph" --backend cpu --cache-dir "$TMP/kc" --predicted \
   --passes layout,fuse-library --param layout.cost=analytic --param "layout.table=$SRC/tests/data/layout/resnet_stack-cpu.costs"
 check "exec --predicted: the cost model per layer against the run" eval 'status_is 0 && out_has "predicted ms" && out_has "2 layers: predicted" && out_has " direct "'

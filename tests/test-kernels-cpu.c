@@ -4,9 +4,11 @@
  * (broadcast and transpose index functions, layer norm and softmax as ONE
  * kernel with several passes over a row), library kernels (GEMM with
  * transpose flags and epilogues, convolution), fallbacks, the kernel cache,
- * the memory plan and the report / trace JSON, and swapping under a device
- * budget (the training samples after grad and swap). Compiled objects are cached
- * under the build directory, so a second run compiles nothing. */
+ * the memory plan and the report / trace JSON, in-place sharing (outputs
+ * written over dying inputs, as the memory profile plans them), and
+ * swapping under a device budget (the training samples after grad and
+ * swap). Compiled objects are cached under the build directory, so a
+ * second run compiles nothing. */
 #include "backend.h"
 #include "builtin-passes.h"
 #include "fusion.h"
@@ -455,6 +457,65 @@ test_cache (void)
   pl_executable_free (b);
 }
 
+/* --- the memory plan and in-place sharing ----------------------------------------------------- */
+
+static const PlKernelTiming *
+kernel_named (const PlRunReport *r, const char *name)
+{
+  for (int i = 0; i < r->n_kernels; i++)
+    if (strcmp (r->kernels[i].name, name) == 0)
+      return &r->kernels[i];
+  g_error ("no kernel %s", name);
+  return NULL;
+}
+
+/* Whether kernel `name` says it writes in place over `over` (NULL: over nothing). */
+static void
+assert_in_place (const PlRunReport *r, const char *name, const char *over)
+{
+  const char *note = kernel_named (r, name)->note;
+  if (!over)
+    {
+      if (note && strstr (note, "in place"))
+        g_error ("kernel %s: '%s', expected no in-place sharing", name, note);
+      return;
+    }
+  g_autofree char *want = g_strdup_printf ("in place over %s", over);
+  if (!note || !strstr (note, want))
+    g_error ("kernel %s: '%s', expected '%s'", name, note ? note : "", want);
+}
+
+static int
+count_in_place (const PlRunReport *r)
+{
+  int n = 0;
+  for (int i = 0; i < r->n_kernels; i++)
+    n += r->kernels[i].note && strstr (r->kernels[i].note, "in place over") != NULL;
+  return n;
+}
+
+/* The graph's memory profile plans what the runtime does: the same outputs
+ * share, the same peak. */
+static void
+assert_profile_matches (const PlGraph *g, const PlRunReport *r)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlMemoryProfile) mp = pl_memory_profile (g, 1, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (mp->n_in_place, ==, count_in_place (r));
+  g_assert_cmpint (mp->peak_bytes, ==, r->peak_bytes);
+}
+
+/* The number of times needle occurs in s. */
+static int
+occurrences (const char *s, const char *needle)
+{
+  int n = 0;
+  for (const char *p = s; (p = strstr (p, needle)); p += strlen (needle))
+    n++;
+  return n;
+}
+
 /* The memory plan: intermediates share the arena, views share their
  * source, the timeline starts and ends with the inputs/outputs in use. */
 static void
@@ -467,8 +528,9 @@ test_memory_and_trace (void)
   g_autoptr (PlRunReport) r = check_graph (g, 17, 1e-5, 1e-6);
   int64_t t = 256 * 256 * 4;
   g_assert_cmpint (r->n_kernels, ==, 4);          /* the Reshape is a view */
-  g_assert_cmpint (r->peak_bytes, ==, 2 * t);       /* each step's input and output; x freed after Exp */
-  g_assert_cmpint (r->arena_bytes, ==, 2 * t);      /* a and c share a place; b and e another */
+  g_assert_cmpint (r->peak_bytes, ==, 2 * t);       /* x and a while Exp runs; then one tensor */
+  g_assert_cmpint (r->arena_bytes, ==, 2 * t);      /* b, c and e write over a (e over d, c's view): one place */
+  assert_in_place (r, "e", "d");
   g_assert_cmpint (r->memory[0].bytes, ==, t);
   g_assert_cmpint (r->memory[r->n_memory - 1].bytes, ==, t);
   g_assert_cmpint (r->n_events, ==, 4);
@@ -478,6 +540,88 @@ test_memory_and_trace (void)
   g_assert_nonnull (strstr (trace, "\"ph\": \"C\""));
   g_autofree char *json = pl_run_report_json (r);
   g_assert_nonnull (strstr (json, "\"kernels\": ["));
+}
+
+/* --- in-place sharing -------------------------------------------------------------------------- */
+
+/* a = Exp(x) -> b = Sin(a) -> c = Add(a, b) -> d = Mul(c, k) -> e = Relu(d),
+ * 256 KiB each. b cannot write over a (c reads a later); c writes over a
+ * (its first input read last), d over c, e over d (a graph output may take
+ * an intermediate's place); x, a graph input, is never written over. So two
+ * tensors at most (x, a at the first step) where separate buffers need
+ * three (a, b, c at the Add): the arena is two. The shared slots lose
+ * restrict, the vectorized loop reads each element before it writes it,
+ * and the outputs are the interpreter's. */
+static void
+test_in_place_chain (void)
+{
+  g_autoptr (PlGraph) g = parse (
+    "graph ip opset 17 {\n  input x: f32[256, 256]\n  const k: f32[] = 0.5\n"
+    "  a = Exp(x)\n  b = Sin(a)\n  c = Add(a, b)\n  d = Mul(c, k)\n  e = Relu(d)\n  output e\n}\n");
+  g_autoptr (PlRunReport) r = check_graph (g, 21, 1e-5, 1e-6);
+  int64_t t = 256 * 256 * 4;
+  g_assert_cmpint (r->n_kernels, ==, 5);
+  assert_in_place (r, "a", NULL);
+  assert_in_place (r, "b", NULL);
+  assert_in_place (r, "c", "a");
+  assert_in_place (r, "d", "c");
+  assert_in_place (r, "e", "d");
+  g_assert_cmpint (r->peak_bytes, ==, 2 * t);
+  g_assert_cmpint (r->arena_bytes, ==, 2 * t);
+  assert_profile_matches (g, r);
+
+  PlExecutable *e = compile (g);
+  const char *add = pl_executable_source (e, pl_graph_find_node (g, "c")->id);
+  g_assert_nonnull (strstr (add, "const float * in0 = "));        /* a: shared with out0 */
+  g_assert_nonnull (strstr (add, "const float *restrict in1 = "));
+  g_assert_nonnull (strstr (add, "float * out0 = "));
+  g_assert_nonnull (strstr (add, "#pragma omp parallel for simd"));
+  const char *sin = pl_executable_source (e, pl_graph_find_node (g, "b")->id);
+  g_assert_nonnull (strstr (sin, "const float *restrict in0 = "));
+  g_assert_nonnull (strstr (sin, "float *restrict out0 = "));
+  pl_executable_free (e);
+}
+
+/* A graph output is never written over, not even by its last reader: c is
+ * an output that d reads. c itself may take a's place. */
+static void
+test_in_place_keeps_outputs (void)
+{
+  g_autoptr (PlGraph) g = parse (
+    "graph io opset 17 {\n  input x: f32[64, 1024]\n"
+    "  a = Exp(x)\n  b = Sin(a)\n  c = Add(a, b)\n  d = Neg(c)\n  output c, d\n}\n");
+  g_autoptr (PlRunReport) r = check_graph (g, 22, 1e-5, 1e-6);
+  assert_in_place (r, "a", NULL);
+  assert_in_place (r, "c", "a");
+  assert_in_place (r, "d", NULL);
+  assert_profile_matches (g, r);
+}
+
+/* A loop fusion of elementwise ops is one pointwise kernel: it writes over
+ * an input it reads last (a), element for element, and only that input
+ * and the output lose restrict. */
+static void
+test_in_place_fusion (void)
+{
+  g_autoptr (PlGraph) g = parse (
+    "graph ipf opset 17 {\n  input x: f32[128, 512]\n  const k: f32[] = 0.5\n"
+    "  a = Exp(x)\n  b = Sin(a)\n  c = Add(a, b)\n  d = Mul(c, k)\n  e = Relu(d)\n  output e\n}\n");
+  PlNode *members[] = { pl_graph_find_node (g, "c"), pl_graph_find_node (g, "d"), pl_graph_find_node (g, "e") };
+  g_autoptr (GError) error = NULL;
+  PlNode *f = pl_fusion_create (g, members, 3, PL_FUSION_KIND_LOOP, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlRunReport) r = check_graph (g, 23, 1e-5, 1e-6);
+  g_assert_cmpint (r->n_kernels, ==, 3);
+  assert_in_place (r, f->name, "a");
+  g_assert_cmpint (r->arena_bytes, ==, 2 * 128 * 512 * 4);
+  assert_profile_matches (g, r);
+
+  PlExecutable *e = compile (g);
+  const char *src = pl_executable_source (e, f->id);
+  g_assert_cmpint (occurrences (src, "*restrict in"), ==, 1);
+  g_assert_cmpint (occurrences (src, "* in"), ==, 1);
+  g_assert_nonnull (strstr (src, "float * out0 = "));
+  pl_executable_free (e);
 }
 
 /* --- swapping under a device budget ----------------------------------------------------------- */
@@ -542,6 +686,9 @@ test_swap_budget (gconstpointer data)
   g_assert_no_error (error);
   g_assert_cmpint (r0->n_copies, ==, 0);
   g_assert_cmpint (r0->host_peak_bytes, ==, 0);
+  /* the profile the swap pass plans with shares what the runtime shares */
+  g_assert_cmpint (count_in_place (r0), >, 0);
+  assert_profile_matches (tg, r0);
   pl_executable_free (e0);
 
   int64_t budget = mp->peak_bytes / 2 + r0->workspace_bytes + ALLOCATOR_SLACK;
@@ -588,6 +735,11 @@ test_swap_budget (gconstpointer data)
         }
       g_assert_cmpint (dev_peak, ==, r->peak_bytes);
       g_assert_cmpint (host_peak, ==, r->host_peak_bytes);
+      g_autoptr (PlMemoryProfile) smp = pl_memory_profile (sg, 1, &error);
+      g_assert_no_error (error);
+      g_assert_cmpint (smp->n_in_place, ==, count_in_place (r));
+      g_test_message ("%s %s: %d outputs in place; planned peak %" G_GINT64_FORMAT ", runtime peak %" G_GINT64_FORMAT,
+                      name, mode ? "compress" : "swap", smp->n_in_place, smp->peak_bytes, r->peak_bytes);
       g_assert_cmpint (r->peak_bytes, <, r0->peak_bytes);
       if (mode == 0)
         {
@@ -902,6 +1054,9 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/split-fusion", test_split_fusion);
   g_test_add_func ("/Passlab/KernelsCpu/cache", test_cache);
   g_test_add_func ("/Passlab/KernelsCpu/memory-and-trace", test_memory_and_trace);
+  g_test_add_func ("/Passlab/KernelsCpu/in-place/chain", test_in_place_chain);
+  g_test_add_func ("/Passlab/KernelsCpu/in-place/keeps-outputs", test_in_place_keeps_outputs);
+  g_test_add_func ("/Passlab/KernelsCpu/in-place/fusion", test_in_place_fusion);
   g_test_add_func ("/Passlab/KernelsCpu/bad-input", test_bad_input);
   g_test_add_func ("/Passlab/KernelsCpu/vector-math", test_vector_math);
   g_test_add_func ("/Passlab/KernelsCpu/streaming-stores", test_streaming_stores);

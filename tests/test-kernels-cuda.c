@@ -1,8 +1,9 @@
 /* test-kernels-cuda.c — the CUDA backend. Without a GPU: the generated CUDA
  * C of every sample graph (unfused, loop-fused and stitched) and of
  * hand-made kernels compiles with NVRTC (skipped when libnvrtc cannot be
- * loaded), and the thread mapping follows the plan (a block per long row,
- * warps for short rows, the stitch pass's attributes when present). With a
+ * loaded), the thread mapping follows the plan (a block per long row,
+ * warps for short rows, the stitch pass's attributes when present), and an
+ * output stored over an input drops __restrict__ on both. With a
  * GPU (pl_backend_available), the same graphs run and agree with the
  * reference interpreter. */
 #include "builtin-passes.h"
@@ -247,6 +248,28 @@ test_library (void)
   run_on_gpu (f);
 }
 
+/* In-place sharing (runtime.c): c = Add(a, b) stores its output over a,
+ * which it reads last; that pair of pointers is not __restrict__, b still
+ * is, and the kernel compiles (and, with a GPU, agrees with the reference:
+ * each thread reads the element it then writes). */
+static void
+test_in_place (void)
+{
+  if (!have_nvrtc)
+    {
+      g_test_skip ("libnvrtc cannot be loaded");
+      return;
+    }
+  g_autoptr (PlGraph) g = parse (
+    "graph ip opset 17 {\n  input x: f32[64, 1024]\n  const k: f32[] = 0.5\n"
+    "  a = Exp(x)\n  b = Sin(a)\n  c = Add(a, b)\n  d = Mul(c, k)\n  e = Relu(d)\n  output e\n}\n");
+  g_autofree char *src = compile_check (g, 5);
+  g_assert_nonnull (strstr (src, "k1_b (const float *__restrict__ in0, float *__restrict__ out0, "));
+  g_assert_nonnull (strstr (src, "k2_c (const float * in0, const float *__restrict__ in1, float * out0, "));
+  g_assert_nonnull (strstr (src, "k4_e (const float * in0, float * out0, "));
+  run_on_gpu (g);
+}
+
 /* Without a driver the backend says why, and nothing crashes. */
 static void
 test_unavailable (void)
@@ -300,6 +323,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/mapping", test_mapping);
   g_test_add_func ("/Passlab/KernelsCuda/dtypes-and-reductions", test_dtypes_and_reductions);
   g_test_add_func ("/Passlab/KernelsCuda/library", test_library);
+  g_test_add_func ("/Passlab/KernelsCuda/in-place", test_in_place);
   g_test_add_func ("/Passlab/KernelsCuda/unavailable", test_unavailable);
   return g_test_run ();
 }

@@ -6,6 +6,7 @@
 #include "dot-export.h"
 #include "graph.h"
 #include "schedule.h"
+#include "text-format.h"
 
 #include <glib/gstdio.h>
 #include <string.h>
@@ -141,9 +142,10 @@ test_value_bytes (void)
 
 /* x[2,3] -> a = Relu(x) -> b = Relu(a) -> c = Add(b, x), output c. 24 bytes each.
  *   step 0 (a): x, a        = 48
- *   step 1 (b): x, a, b     = 72   (x is still needed by step 2)
- *   step 2 (c): x, b, c     = 72
- * Peak 72, first reached at step 1. */
+ *   step 1 (b): x, a        = 48   (x is still needed by step 2; b is written
+ *                                   over a, which step 1 reads last)
+ *   step 2 (c): x, b        = 48   (c over b; x is a graph input: never overwritten)
+ * Peak 48, first reached at step 0. Without in-place sharing it was 48, 72, 72. */
 static void
 test_chain (void)
 {
@@ -155,10 +157,11 @@ test_chain (void)
   pl_graph_add_output (g, c->outputs[0]);
 
   g_autoptr (PlMemoryProfile) p = profile (g, 1);
-  assert_live (p, 3, DIMS (48, 72, 72));
+  assert_live (p, 3, DIMS (48, 48, 48));
   assert_order (p, (const char *const[]) { "a", "b", "c" });
-  g_assert_cmpint (p->peak_bytes, ==, 72);
-  g_assert_cmpint (p->peak_step, ==, 1);
+  g_assert_cmpint (p->peak_bytes, ==, 48);
+  g_assert_cmpint (p->peak_step, ==, 0);
+  g_assert_cmpint (p->n_in_place, ==, 2);
   g_assert_cmpint (p->input_bytes, ==, 24);
   g_assert_cmpint (p->param_bytes, ==, 0);
   g_assert_false (p->assumed_sizes);
@@ -168,8 +171,8 @@ test_chain (void)
  * x[2,4] (32), w const [4,3] (48), bias const [3] (12);
  * m = MatMul(x, w) [2,3] 24; y = Add(m, bias) 24, output; z = Relu(x) [2,4] 32, output.
  *   step 0 (m): x, m          = 56
- *   step 1 (y): x, m, y       = 80
- *   step 2 (z): x, y, z       = 88 */
+ *   step 1 (y): x, m          = 56   (y written over m, read last here)
+ *   step 2 (z): x, y, z       = 88   (x is a graph input: z has its own) */
 static void
 test_constants (void)
 {
@@ -184,7 +187,7 @@ test_constants (void)
   pl_graph_add_output (g, z->outputs[0]);
 
   g_autoptr (PlMemoryProfile) p = profile (g, 1);
-  assert_live (p, 3, DIMS (56, 80, 88));
+  assert_live (p, 3, DIMS (56, 56, 88));
   g_assert_cmpint (p->peak_bytes, ==, 88);
   g_assert_cmpint (p->peak_step, ==, 2);
   g_assert_cmpint (p->input_bytes, ==, 32);
@@ -193,11 +196,11 @@ test_constants (void)
 }
 
 /* Two branches from x[1,4] (16 bytes), each widening to [1,64] (256 bytes)
- * and narrowing to [1,1] (4 bytes); out = q + s (4 bytes).
+ * and narrowing to [1,1] (4 bytes); out = q + s (4 bytes, written over q).
  * Insertion order p, r, q, s, out runs both wide values together:
- *   p: x,p = 272   r: x,p,r = 528   q: p,r,q = 516   s: r,q,s = 264   out: q,s,out = 12
+ *   p: x,p = 272   r: x,p,r = 528   q: p,r,q = 516   s: r,q,s = 264   out: q,s = 8
  * A serialize edge (r waits for q) gives p, q, r, s, out:
- *   p: x,p = 272   q: x,p,q = 276   r: x,q,r = 276   s: q,r,s = 264   out: 12 */
+ *   p: x,p = 272   q: x,p,q = 276   r: x,q,r = 276   s: q,r,s = 264   out: 8 */
 static PlGraph *
 two_branches (PlNode **r_out, PlNode **q_out)
 {
@@ -224,7 +227,7 @@ test_control_edges (void)
 
   g_autoptr (PlMemoryProfile) before = profile (g, 1);
   assert_order (before, (const char *const[]) { "p", "r", "q", "s", "out" });
-  assert_live (before, 5, DIMS (272, 528, 516, 264, 12));
+  assert_live (before, 5, DIMS (272, 528, 516, 264, 8));
   g_assert_cmpint (before->peak_bytes, ==, 528);
   g_assert_cmpint (before->peak_step, ==, 1);
   g_assert_cmpint (before->param_bytes, ==, (4 * 64 + 64) * 4);
@@ -232,7 +235,7 @@ test_control_edges (void)
   pl_node_add_control (r, q, PL_CONTROL_SERIALIZE);
   g_autoptr (PlMemoryProfile) after = profile (g, 1);
   assert_order (after, (const char *const[]) { "p", "q", "r", "s", "out" });
-  assert_live (after, 5, DIMS (272, 276, 276, 264, 12));
+  assert_live (after, 5, DIMS (272, 276, 276, 264, 8));
   g_assert_cmpint (after->peak_bytes, ==, 276);
   g_assert_cmpint (after->peak_step, ==, 1);
 }
@@ -255,7 +258,8 @@ test_cycle (void)
 }
 
 /* Symbolic dims take sym_size. x[N,4] -> y = Relu(x) -> z = Relu(y), output z.
- * With N = 3 every value is 48 bytes: step 0: x,y = 96; step 1: y,z = 96. */
+ * With N = 3 every value is 48 bytes: step 0: x,y = 96; step 1: y = 48 (z
+ * is written over y: same symbolic shape). */
 static void
 test_symbolic (void)
 {
@@ -270,14 +274,14 @@ test_symbolic (void)
   pl_graph_add_output (g, z->outputs[0]);
 
   g_autoptr (PlMemoryProfile) p3 = profile (g, 3);
-  assert_live (p3, 2, DIMS (96, 96));
+  assert_live (p3, 2, DIMS (96, 48));
   g_assert_cmpint (p3->peak_bytes, ==, 96);
   g_assert_cmpint (p3->peak_step, ==, 0);
   g_assert_cmpint (p3->input_bytes, ==, 48);
   g_assert_true (p3->assumed_sizes);
 
   g_autoptr (PlMemoryProfile) p1 = profile (g, 1);
-  assert_live (p1, 2, DIMS (32, 32));
+  assert_live (p1, 2, DIMS (32, 16));
   g_assert_true (p1->assumed_sizes);
 }
 
@@ -320,6 +324,103 @@ test_empty (void)
   g_assert_cmpint (p->peak_bytes, ==, 40);
   g_assert_cmpint (p->peak_step, ==, -1);
   g_assert_cmpint (p->input_bytes, ==, 40);
+}
+
+/* --- in-place sharing ---------------------------------------------------------- */
+
+static PlGraph *
+parse (const char *text)
+{
+  g_autoptr (GError) error = NULL;
+  PlGraph *g = pl_text_parse (text, -1, "<test>", &error);
+  g_assert_no_error (error);
+  return g;
+}
+
+/* The values listed live at every step are the curve's bytes. */
+static void
+assert_live_lists_sum (const PlMemoryProfile *p, const PlGraph *g)
+{
+  for (int i = 0; i < p->n_steps; i++)
+    {
+      g_autoptr (GPtrArray) live = pl_memory_profile_live_at (p, g, i);
+      int64_t sum = 0;
+      for (guint k = 0; k < live->len; k++)
+        if (!pl_value_on_host (live->pdata[k]))
+          sum += pl_value_bytes (live->pdata[k], 1, NULL);
+      g_assert_cmpint (sum, ==, p->live_bytes[i]);
+    }
+}
+
+static bool
+listed (const PlMemoryProfile *p, const PlGraph *g, int step, const char *name)
+{
+  g_autoptr (GPtrArray) live = pl_memory_profile_live_at (p, g, step);
+  for (guint k = 0; k < live->len; k++)
+    if (strcmp (((PlValue *) live->pdata[k])->name, name) == 0)
+      return true;
+  return false;
+}
+
+/* An elementwise op writes its output over an input it reads last, of its
+ * shape and element size; never over a graph input or output, nor over a
+ * value read later. x[4,8] and every [4,8] f32 value: 128 bytes; s[8]: 32;
+ * f (f64): 256.
+ *   step 0 a = Exp(x):     x, s, a       = 288   (x is a graph input)
+ *   step 1 b = Sin(a):     s, a, b       = 288   (a is read again by c: b has its own)
+ *   step 2 c = Add(a, b):  s, a, b       = 288   (c over a, the first input that dies)
+ *   step 3 d = Add(c, s):  s, c          = 160   (d over c; s is a graph input, and broadcast)
+ *   step 4 e = Relu(d):    d, e          = 256   (d is a graph output: kept)
+ *   step 5 f = Cast(e):    d, e, f       = 512   (e dies, but f64 elements are wider) */
+static void
+test_in_place (void)
+{
+  g_autoptr (PlGraph) g = parse ("graph inplace opset 17 {\n"
+                                 "  input x: f32[4, 8]\n  input s: f32[8]\n"
+                                 "  a = Exp(x)\n  b = Sin(a)\n  c = Add(a, b)\n  d = Add(c, s)\n"
+                                 "  e = Relu(d)\n  f = Cast(e) {to=11}\n"
+                                 "  output d, f\n}\n");
+  g_autoptr (PlMemoryProfile) p = profile (g, 1);
+  assert_order (p, (const char *const[]) { "a", "b", "c", "d", "e", "f" });
+  assert_live (p, 6, DIMS (288, 288, 288, 160, 256, 512));
+  g_assert_cmpint (p->n_in_place, ==, 2);
+  g_assert_cmpint (p->peak_bytes, ==, 512);
+  assert_live_lists_sum (p, g);
+  /* at its own step an output written in place is its input's memory */
+  g_assert_true (listed (p, g, 2, "a"));
+  g_assert_false (listed (p, g, 2, "c"));
+  g_assert_true (listed (p, g, 3, "c"));
+  g_assert_true (listed (p, g, 4, "d") && listed (p, g, 4, "e"));
+
+  /* the rule itself, with the caller's dies[] */
+  PlNode *a = pl_graph_find_node (g, "a"), *c = pl_graph_find_node (g, "c"), *d = pl_graph_find_node (g, "d");
+  PlNode *e = pl_graph_find_node (g, "e"), *f = pl_graph_find_node (g, "f");
+  g_assert_cmpint (pl_in_place_input (c, 0, (const bool[]) { true, true }), ==, 0);
+  g_assert_cmpint (pl_in_place_input (c, 0, (const bool[]) { false, true }), ==, 1);
+  g_assert_cmpint (pl_in_place_input (c, 0, (const bool[]) { false, false }), ==, -1);
+  g_assert_cmpint (pl_in_place_input (d, 0, (const bool[]) { false, true }), ==, -1);   /* s: an input, other shape */
+  g_assert_cmpint (pl_in_place_input (a, 0, (const bool[]) { true }), ==, -1);          /* x: a graph input */
+  g_assert_cmpint (pl_in_place_input (e, 0, (const bool[]) { true }), ==, -1);          /* d: a graph output */
+  g_assert_cmpint (pl_in_place_input (f, 0, (const bool[]) { true }), ==, -1);          /* f32 -> f64 */
+  g_assert_cmpint (pl_in_place_input (c, 1, (const bool[]) { true, true }), ==, -1);    /* no output 1 */
+}
+
+/* Only elementwise ops share: a MatMul, a Transpose or a reduction writes
+ * its own memory even where an input of its shape dies. 64 bytes each.
+ *   step 0 a = Exp(x): x, a = 128;  step 1 t = Transpose(a): a, t = 128;
+ *   step 2 m = MatMul(t, w): t, m = 128;  step 3 r = Softmax(m): m, r = 128;
+ *   step 4 y = Neg(r): r = 64 (y over r) */
+static void
+test_in_place_elementwise_only (void)
+{
+  g_autoptr (PlGraph) g = parse ("graph only opset 17 {\n  input x: f32[4, 4]\n"
+                                 "  const w: f32[4, 4] = random(seed=1)\n"
+                                 "  a = Exp(x)\n  t = Transpose(a) {perm=[1, 0]}\n  m = MatMul(t, w)\n"
+                                 "  r = Softmax(m) {axis=1}\n  y = Neg(r)\n  output y\n}\n");
+  g_autoptr (PlMemoryProfile) p = profile (g, 1);
+  assert_live (p, 5, DIMS (128, 128, 128, 128, 64));
+  g_assert_cmpint (p->n_in_place, ==, 1);
+  assert_live_lists_sum (p, g);
 }
 
 /* --- DOT export ------------------------------------------------------------- */
@@ -481,6 +582,8 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/Schedule/symbolic", test_symbolic);
   g_test_add_func ("/Passlab/Schedule/dead-and-passthrough", test_dead_and_passthrough);
   g_test_add_func ("/Passlab/Schedule/empty", test_empty);
+  g_test_add_func ("/Passlab/Schedule/in-place", test_in_place);
+  g_test_add_func ("/Passlab/Schedule/in-place-elementwise-only", test_in_place_elementwise_only);
   g_test_add_func ("/Passlab/Dot/basic", test_dot_basic);
   g_test_add_func ("/Passlab/Dot/escaping", test_dot_escaping);
   g_test_add_func ("/Passlab/Dot/fusion", test_dot_fusion);
