@@ -405,15 +405,6 @@ test_machine (void)
   g_test_message ("fast memory %" G_GINT64_FORMAT " KiB per unit, %d units", mem >> 10, pl_cpu_parallel_units ());
 }
 
-static PlGraph *
-parse (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_parse (text, -1, "<test>", &error);
-  g_assert_no_error (error);
-  return g;
-}
-
 static const char small_conv[] =
   "graph t opset 17 {\n"
   "  input x: f32[2, 8, 14, 14]\n"
@@ -455,7 +446,7 @@ assert_search (const GArray *trials, const GArray *space, int max_trials, double
 static void
 test_tune (void)
 {
-  g_autoptr (PlGraph) g = parse (small_conv);
+  g_autoptr (PlGraph) g = pl_test_parse (small_conv);
   PlNode *conv = g->nodes->pdata[0];
   g_assert_cmpstr (conv->op_type, ==, "Conv");
   for (int l = 0; l < PL_LAYOUT_COUNT; l++)
@@ -505,7 +496,7 @@ test_tune (void)
 static void
 test_tune_errors (void)
 {
-  g_autoptr (PlGraph) g = parse (small_conv);
+  g_autoptr (PlGraph) g = pl_test_parse (small_conv);
   PlTuneOptions o = { .max_trials = 2, .repeat = 1, .seed = 1, .cache_dir = cache_dir };
   g_autoptr (GError) error = NULL;
   PlNode *relu = g->nodes->pdata[1];
@@ -514,7 +505,7 @@ test_tune_errors (void)
   g_assert_nonnull (strstr (error->message, "not a Conv"));
   g_clear_error (&error);
 
-  g_autoptr (PlGraph) d = parse ("graph d opset 17 {\n"
+  g_autoptr (PlGraph) d = pl_test_parse ("graph d opset 17 {\n"
                                  "  input x: f32[N, 8, 14, 14]\n"
                                  "  const w: f32[16, 8, 3, 3] = random(seed=1, lo=-1, hi=1)\n"
                                  "  y = Conv(x, w)\n"

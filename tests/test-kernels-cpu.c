@@ -29,15 +29,6 @@
 static char *cache_dir;
 
 static PlGraph *
-parse (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_parse (text, -1, "<test>", &error);
-  g_assert_no_error (error);
-  return g;
-}
-
-static PlGraph *
 fused (const PlGraph *g, const char *spec)
 {
   g_autoptr (GError) error = NULL;
@@ -97,17 +88,6 @@ check_graph (const PlGraph *g, guint32 seed, double rtol, double atol)
   return r;
 }
 
-static PlGraph *
-load_sample (const char *name)
-{
-  g_autofree char *rel = g_strdup_printf ("data/graphs/%s", name);
-  g_autofree char *path = pl_test_source_path (rel);
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_load (path, &error);
-  g_assert_no_error (error);
-  return g;
-}
-
 static int
 count_kind (const PlRunReport *r, const char *kind)
 {
@@ -123,7 +103,7 @@ static void
 test_samples (gconstpointer data)
 {
   const char *name = data;
-  g_autoptr (PlGraph) g = load_sample (name);
+  g_autoptr (PlGraph) g = pl_test_load_sample (name);
   g_autoptr (PlRunReport) r = check_graph (g, 3, 1e-4, 1e-5);
   g_assert_cmpint (r->n_kernels, >, 0);
   g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
@@ -162,7 +142,7 @@ test_random (void)
 static void
 test_index_functions (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph idx opset 17 {\n"
     "  input a: f32[4, 8, 16]\n  input b: f32[16, 8]\n  input c: f32[4, 1, 1]\n"
     "  const shape: i64[2] = [32, 16]\n"
@@ -194,7 +174,7 @@ test_index_functions (void)
 static void
 test_layer_norm_one_kernel (void)
 {
-  g_autoptr (PlGraph) g = load_sample ("layer_norm.graph");
+  g_autoptr (PlGraph) g = pl_test_load_sample ("layer_norm.graph");
   int n;
   g_autofree PlNode **order = pl_graph_topo_order (g, &n, NULL);
   g_autoptr (GError) error = NULL;
@@ -221,7 +201,7 @@ test_layer_norm_one_kernel (void)
 static void
 test_softmax_one_kernel (void)
 {
-  g_autoptr (PlGraph) g = load_sample ("softmax.graph");
+  g_autoptr (PlGraph) g = pl_test_load_sample ("softmax.graph");
   int n;
   g_autofree PlNode **order = pl_graph_topo_order (g, &n, NULL);
   g_autoptr (GError) error = NULL;
@@ -245,7 +225,7 @@ test_softmax_one_kernel (void)
 static void
 test_group_norm_one_kernel (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph gn opset 17 {\n"
     "  input x: f32[2, 8, 5, 6]\n"
     "  const grouped_shape: i64[3] = [2, 4, 60]\n  const image_shape: i64[4] = [2, 8, 5, 6]\n"
@@ -281,7 +261,7 @@ test_group_norm_one_kernel (void)
 static void
 test_reductions (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph red opset 17 {\n"
     "  input x: f32[3, 5, 7, 4]\n"
     "  const ax: i64[2] = [1, 2]\n"
@@ -308,7 +288,7 @@ test_reductions (void)
 static void
 test_long_rows (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph lr opset 17 {\n  input x: f32[3, 70000]\n"
     "  sm = Softmax(x) {axis=-1}\n  all = ReduceSum(x) {keepdims=0}\n  am = ArgMax(x) {axis=1}\n"
     "  output sm, all, am\n}\n");
@@ -325,7 +305,7 @@ test_long_rows (void)
 static void
 test_elementwise_dtypes (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph ew opset 17 {\n"
     "  input x: f32[6, 10]\n  input y: f32[10]\n"
     "  const lo: f32[] = -0.25\n  const hi: f32[] = 0.5\n  const two: f32[] = 2.0\n  const k: i64[] = 3\n"
@@ -347,7 +327,7 @@ test_elementwise_dtypes (void)
 static void
 test_gemm (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph mm opset 17 {\n"
     "  input a: f32[2, 3, 5, 7]\n  input b: f32[3, 7, 4]\n  input c: f32[6, 5]\n  input d: f32[4, 6]\n"
     "  const bias: f32[4] = [0.5, -0.5, 1.0, 2.0]\n  const cc: f32[1, 4] = [1.0, 2.0, 3.0, 4.0]\n"
@@ -374,7 +354,7 @@ test_gemm (void)
 static void
 test_conv (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph cv opset 17 {\n"
     "  input x: f32[2, 4, 9, 8]\n"
     "  const w: f32[6, 2, 3, 3] = random(seed=1, lo=-0.5, hi=0.5)\n"
@@ -395,7 +375,7 @@ test_conv (void)
 static void
 test_fallback (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph fb opset 17 {\n"
     "  input x: f32[4, 6]\n  const idx: i64[3] = [2, 0, 3]\n"
     "  e = Exp(x)\n  g = Gather(e, idx) {axis=0}\n  y = Relu(g)\n  output y\n}\n");
@@ -415,7 +395,7 @@ test_fallback (void)
 static void
 test_split_fusion (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph sp opset 17 {\n"
     "  input x: f32[4, 6]\n"
     "  a = ReduceSum(x) {axes=[1], keepdims=1}\n  b = ReduceSum(x) {axes=[0], keepdims=1}\n"
@@ -435,7 +415,7 @@ test_split_fusion (void)
 static void
 test_cache (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph c opset 17 {\n  input x: f32[3]\n  const k: f32[] = 0.125\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph c opset 17 {\n  input x: f32[3]\n  const k: f32[] = 0.125\n"
                                  "  y = Mul(x, k)\n  z = Sin(y)\n  output z\n}\n");
   g_autofree char *dir = g_build_filename (cache_dir, "fresh", NULL);
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", dir);
@@ -521,7 +501,7 @@ occurrences (const char *s, const char *needle)
 static void
 test_memory_and_trace (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph mem opset 17 {\n"
     "  input x: f32[256, 256]\n  const s: i64[1] = [65536]\n"
     "  a = Exp(x)\n  b = Sin(a)\n  c = Cos(b)\n  d = Reshape(c, s)\n  e = Neg(d)\n  output e\n}\n");
@@ -555,7 +535,7 @@ test_memory_and_trace (void)
 static void
 test_in_place_chain (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph ip opset 17 {\n  input x: f32[256, 256]\n  const k: f32[] = 0.5\n"
     "  a = Exp(x)\n  b = Sin(a)\n  c = Add(a, b)\n  d = Mul(c, k)\n  e = Relu(d)\n  output e\n}\n");
   g_autoptr (PlRunReport) r = check_graph (g, 21, 1e-5, 1e-6);
@@ -587,7 +567,7 @@ test_in_place_chain (void)
 static void
 test_in_place_keeps_outputs (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph io opset 17 {\n  input x: f32[64, 1024]\n"
     "  a = Exp(x)\n  b = Sin(a)\n  c = Add(a, b)\n  d = Neg(c)\n  output c, d\n}\n");
   g_autoptr (PlRunReport) r = check_graph (g, 22, 1e-5, 1e-6);
@@ -603,7 +583,7 @@ test_in_place_keeps_outputs (void)
 static void
 test_in_place_fusion (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph ipf opset 17 {\n  input x: f32[128, 512]\n  const k: f32[] = 0.5\n"
     "  a = Exp(x)\n  b = Sin(a)\n  c = Add(a, b)\n  d = Mul(c, k)\n  e = Relu(d)\n  output e\n}\n");
   PlNode *members[] = { pl_graph_find_node (g, "c"), pl_graph_find_node (g, "d"), pl_graph_find_node (g, "e") };
@@ -670,7 +650,7 @@ static void
 test_swap_budget (gconstpointer data)
 {
   const char *name = data;
-  g_autoptr (PlGraph) g = load_sample (name);
+  g_autoptr (PlGraph) g = pl_test_load_sample (name);
   static const char *const grad_only[] = { NULL };
   g_autoptr (PlGraph) tg = with_passes (g, "grad", grad_only);
   g_autoptr (PlMemoryProfile) mp = pl_memory_profile (tg, 1, NULL);
@@ -784,7 +764,7 @@ test_swap_budget (gconstpointer data)
 static void
 test_bad_input (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph b opset 17 {\n  input x: f32[3]\n  y = Exp(x)\n  output y\n}\n");
+  g_autoptr (PlGraph) g = pl_test_parse ("graph b opset 17 {\n  input x: f32[3]\n  y = Exp(x)\n  output y\n}\n");
   PlExecutable *e = compile (g);
   g_autoptr (PlTensor) t = pl_test_tensor (PL_DTYPE_F32, 1, PL_DIMS (4), NULL);
   g_autoptr (GError) error = NULL;
@@ -793,7 +773,7 @@ test_bad_input (void)
   g_assert_error (error, PL_ERROR, PL_ERROR_EXEC);
   pl_executable_free (e);
 
-  g_autoptr (PlGraph) sym = parse ("graph s opset 17 {\n  input x: f32[N]\n  y = Exp(x)\n  output y\n}\n");
+  g_autoptr (PlGraph) sym = pl_test_parse ("graph s opset 17 {\n  input x: f32[N]\n  y = Exp(x)\n  output y\n}\n");
   PlCompileOptions o;
   pl_compile_options_init (&o, PL_BACKEND_CPU);
   o.cache_dir = cache_dir;
@@ -987,7 +967,7 @@ test_streaming_stores (void)
   g_aligned_free (to);
   pl_cpu_module_free (m);
 
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph big opset 17 {\n  input x: f32[16384, 1024]\n"
     "  m = ReduceMax(x) {axes=[-1], keepdims=1}\n  d = Sub(x, m)\n  e = Exp(d)\n"
     "  s = ReduceSum(e) {axes=[-1], keepdims=1}\n  y = Div(e, s)\n  output y\n}\n");
@@ -1004,7 +984,7 @@ test_streaming_stores (void)
 static void
 test_prefetch_next_row (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph pf opset 17 {\n  input x: f32[64, 1500]\n  const w: f32[1500] = random(seed=1, lo=0.5, hi=1.5)\n"
     "  m = ReduceMean(x) {axes=[-1], keepdims=1}\n  d = Sub(x, m)\n  d2 = Mul(d, d)\n"
     "  v = ReduceMean(d2) {axes=[-1], keepdims=1}\n  s = Sqrt(v)\n  n = Div(d, s)\n  y = Mul(n, w)\n  output y\n}\n");

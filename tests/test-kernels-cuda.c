@@ -21,26 +21,6 @@ static bool have_nvrtc;
 static bool have_gpu;
 
 static PlGraph *
-load_sample (const char *name)
-{
-  g_autofree char *rel = g_strdup_printf ("data/graphs/%s", name);
-  g_autofree char *path = pl_test_source_path (rel);
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_load (path, &error);
-  g_assert_no_error (error);
-  return g;
-}
-
-static PlGraph *
-parse (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_parse (text, -1, "<test>", &error);
-  g_assert_no_error (error);
-  return g;
-}
-
-static PlGraph *
 fused (const PlGraph *g, const char *spec)
 {
   g_autoptr (GError) error = NULL;
@@ -103,7 +83,7 @@ test_samples (gconstpointer data)
       g_test_skip ("libnvrtc cannot be loaded");
       return;
     }
-  g_autoptr (PlGraph) g = load_sample (data);
+  g_autoptr (PlGraph) g = pl_test_load_sample (data);
   g_autofree char *a = compile_check (g, 1);
   run_on_gpu (g);
   g_autoptr (PlGraph) f = fused (g, "simplify,decompose,reshape-sink,fuse-library,fuse-loops");
@@ -150,7 +130,7 @@ fuse_all (PlGraph *g, const char *kind)
 static void
 test_mapping (void)
 {
-  g_autoptr (PlGraph) g = load_sample ("layer_norm.graph");
+  g_autoptr (PlGraph) g = pl_test_load_sample ("layer_norm.graph");
   PlNode *f = fuse_all (g, PL_FUSION_KIND_INPUT);
   PlCudaLaunch l[2];
   g_autofree char *src = cuda_of (f, l);
@@ -161,7 +141,7 @@ test_mapping (void)
   g_assert_cmpint (l[0].shared_bytes, ==, 8 * 256 * 8);   /* d materialized: 8 rows x 256 */
   pl_cuda_launch_clear (&l[0]);
 
-  g_autoptr (PlGraph) big = parse (
+  g_autoptr (PlGraph) big = pl_test_parse (
     "graph sm opset 17 {\n  input x: f32[64, 4096]\n  m = ReduceMax(x) {axes=[1]}\n  s = Sub(x, m)\n"
     "  e = Exp(s)\n  t = ReduceSum(e) {axes=[1]}\n  y = Div(e, t)\n  output y\n}\n");
   PlNode *fb = fuse_all (big, PL_FUSION_KIND_INPUT);
@@ -210,7 +190,7 @@ test_dtypes_and_reductions (void)
       g_test_skip ("libnvrtc cannot be loaded");
       return;
     }
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph d opset 17 {\n"
     "  input x: f32[6, 10, 3]\n  input y: f64[6, 10]\n"
     "  const two: f32[] = 2.0\n  const k: i64[] = 3\n"
@@ -235,7 +215,7 @@ test_library (void)
       g_test_skip ("libnvrtc cannot be loaded");
       return;
     }
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph lib opset 17 {\n"
     "  input x: f32[2, 4, 9, 8]\n  input a: f32[5, 7]\n  input b: f32[7, 3]\n"
     "  const w: f32[6, 2, 3, 3] = random(seed=1, lo=-0.5, hi=0.5)\n  const cb: f32[6] = [1, 2, 3, 4, 5, 6]\n"
@@ -260,7 +240,7 @@ test_in_place (void)
       g_test_skip ("libnvrtc cannot be loaded");
       return;
     }
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph ip opset 17 {\n  input x: f32[64, 1024]\n  const k: f32[] = 0.5\n"
     "  a = Exp(x)\n  b = Sin(a)\n  c = Add(a, b)\n  d = Mul(c, k)\n  e = Relu(d)\n  output e\n}\n");
   g_autofree char *src = compile_check (g, 5);
@@ -283,7 +263,7 @@ test_unavailable (void)
     }
   g_assert_nonnull (why);
   g_test_message ("cuda: %s", why);
-  g_autoptr (PlGraph) g = parse ("graph u opset 17 {\n  input x: f32[3]\n  y = Exp(x)\n  output y\n}\n");
+  g_autoptr (PlGraph) g = pl_test_parse ("graph u opset 17 {\n  input x: f32[3]\n  y = Exp(x)\n  output y\n}\n");
   PlCompileOptions o;
   pl_compile_options_init (&o, PL_BACKEND_CUDA);
   g_autoptr (GError) error = NULL;

@@ -36,15 +36,6 @@ static bool have_nvrtc, have_gpu;
 
 static const PlLayout layouts[] = { PL_LAYOUT_NCHW, PL_LAYOUT_NHWC, PL_LAYOUT_CHWN };
 
-static PlGraph *
-parse (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_parse (text, -1, "<test>", &error);
-  g_assert_no_error (error);
-  return g;
-}
-
 /* Sets the layout of the named values, then checks the graph. */
 static void
 set_layouts (PlGraph *g, PlLayout layout, const char *const *names)
@@ -216,7 +207,7 @@ conv_graph (const ConvBranch *br, int n_br, const char *impl)
     }
   g_string_append (t, "}\n");
   g_autofree char *text = g_string_free (t, FALSE);
-  PlGraph *g = parse (text);
+  PlGraph *g = pl_test_parse (text);
   for (int i = 0; i < n_br; i++)
     {
       g_autofree char *c = g_strdup_printf ("c%d", i), *r = g_strdup_printf ("r%d", i);
@@ -325,7 +316,7 @@ test_conv_weights_input (void)
                             pl_layout_name (layouts[i % 3]), i, i, i < 3 ? "gemm" : "direct", i, i, i);
   g_string_append (t, "}\n");
   g_autofree char *text = g_string_free (t, FALSE);
-  g_autoptr (PlGraph) g = parse (text);
+  g_autoptr (PlGraph) g = pl_test_parse (text);
   for (int i = 0; i < 6; i++)
     {
       g_autofree char *c = g_strdup_printf ("c%d", i);
@@ -360,7 +351,7 @@ resnet_in_layout (PlLayout layout, bool shortcut_in_layout)
   g_autofree char *b = replace (a, "  out = Relu(residual)\n",
                                 "  o = Relu(residual)\n  out = LayoutTransform(o) {to=\"NCHW\"}\n");
   g_autofree char *c = shortcut_in_layout ? replace (b, "Add(bn2, x)", "Add(bn2, xt)") : g_strdup (b);
-  PlGraph *g = parse (c);
+  PlGraph *g = pl_test_parse (c);
   set_layouts (g, layout, (const char *const[]) { "conv1", "bn1", "relu1", "conv2", "bn2", "residual", "o", NULL });
   return g;
 }
@@ -442,7 +433,7 @@ pool_graph (const PoolCase *const *cases, int n, PlLayout layout)
     }
   g_string_append (t, "}\n");
   g_autofree char *text = g_string_free (t, FALSE);
-  PlGraph *g = parse (text);
+  PlGraph *g = pl_test_parse (text);
   for (int i = 0; i < n && other; i++)
     {
       g_autofree char *p = g_strdup_printf ("p%d", i);
@@ -529,7 +520,7 @@ test_pool_ranks (void)
 static void
 test_pool_plan (void)
 {
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph pp opset 17 {\n  input x: f32[1, 8, 112, 112]\n  input q: u8[1, 2, 4, 4]\n"
     "  t = LayoutTransform(x) {to=\"NHWC\"}\n"
     "  p = MaxPool(t) {kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]}\n"
@@ -579,7 +570,7 @@ test_views (void)
         "  const shape: i64[3] = [2, 40, 5]\n"
         "  t = LayoutTransform(x) {to=\"%s\"}\n  r = Relu(t)\n  f = Flatten(r) {axis=1}\n  y = Gemm(f, wg)\n"
         "  s = Reshape(r, shape)\n  z = Exp(s)\n  output y\n  output z\n}\n", pl_layout_name (layouts[l]));
-      g_autoptr (PlGraph) g = parse (text);
+      g_autoptr (PlGraph) g = pl_test_parse (text);
       set_layouts (g, layouts[l], (const char *const[]) { "r", NULL });
       g_autoptr (PlRunReport) r = check_graph (g, 1e-4, 1e-5);
       const PlKernelTiming *flat = kernel_with_op (r, "Flatten");
@@ -606,7 +597,7 @@ test_gemm_operands (void)
         "  r2 = Transpose(r) {perm=[0, 1, 3, 2]}\n  n = MatMul(r, r2)\n  y = LayoutTransform(m) {to=\"NCHW\"}\n"
         "  const sq: f32[5, 5] = random(seed=9, lo=-1, hi=1)\n  q = MatMul(r, sq)\n  z = Add(q, r)\n"
         "  output y\n  output n\n  output z\n}\n", pl_layout_name (layouts[l]));
-      g_autoptr (PlGraph) g = parse (text);
+      g_autoptr (PlGraph) g = pl_test_parse (text);
       set_layouts (g, layouts[l], (const char *const[]) { "r", "m", NULL });
       g_autoptr (PlRunReport) r = check_graph (g, 1e-4, 1e-5);
       const PlKernelTiming *mm = kernel_with_op (r, "MatMul");
@@ -639,7 +630,7 @@ test_fallback (void)
         "graph p opset 17 {\n  input x: f32[2, 4, 6, 6]\n  t = LayoutTransform(x) {to=\"%s\"}\n  r = Relu(t)\n"
         "  p = LpPool(r) {kernel_shape=[2, 2], strides=[2, 2]}\n  e = Exp(p)\n  y = LayoutTransform(e) {to=\"NCHW\"}\n"
         "  output y\n}\n", pl_layout_name (layouts[l]));
-      g_autoptr (PlGraph) g = parse (text);
+      g_autoptr (PlGraph) g = pl_test_parse (text);
       set_layouts (g, layouts[l], (const char *const[]) { "r", "p", "e", NULL });
       g_autoptr (PlRunReport) r = check_graph (g, 1e-5, 1e-6);
       const PlKernelTiming *pool = kernel_with_op (r, "LpPool");
@@ -656,7 +647,7 @@ test_swap (void)
 {
   for (int carried = 0; carried < 2; carried++)
     {
-      g_autoptr (PlGraph) g = parse (
+      g_autoptr (PlGraph) g = pl_test_parse (
         "graph s opset 17 {\n  input x: f32[2, 4, 6, 6]\n  t = LayoutTransform(x) {to=\"NHWC\"}\n  r = Relu(t)\n"
         "  h = SwapOut(r)\n  i = SwapIn(h)\n  e = Exp(i)\n  output e\n}\n");
       set_layouts (g, PL_LAYOUT_NHWC, (const char *const[]) { "r", carried ? "h" : NULL, "i", NULL });
@@ -685,7 +676,7 @@ test_swap (void)
 static void
 test_transform_plan (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph t opset 17 {\n  input x: f32[2, 16, 7, 9]\n  t = LayoutTransform(x) {to=\"NHWC\"}\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph t opset 17 {\n  input x: f32[2, 16, 7, 9]\n  t = LayoutTransform(x) {to=\"NHWC\"}\n"
                                  "  r = Relu(t)\n  y = LayoutTransform(r) {to=\"NCHW\"}\n  output y\n}\n");
   set_layouts (g, PL_LAYOUT_NHWC, (const char *const[]) { "r", NULL });
   g_autoptr (GError) error = NULL;

@@ -11,16 +11,6 @@
 #include "test-util.h"
 #include "text-format.h"
 
-static PlGraph *
-parse (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_parse (text, -1, "test.graph", &error);
-  if (!g)
-    g_error ("parse failed: %s\n%s", error->message, text);
-  return g;
-}
-
 /* Runs the pipeline with the numerical check; asserts that every step
  * verified and passed the check within tolerance. */
 static PlHistory *
@@ -112,7 +102,7 @@ assert_const_ints (const PlValue *v, const int64_t *want, int n_want)
 static PlHistory *
 decompose (const char *text, const char *const *params)
 {
-  g_autoptr (PlGraph) g = parse (text);
+  g_autoptr (PlGraph) g = pl_test_parse (text);
   return run_checked (g, "decompose", params, 1e-4);
 }
 
@@ -300,7 +290,7 @@ test_batch_norm_2d_and_training (void)
   assert_ops (last_step (h)->graph, "Add:1 Mul:1");
   g_assert_cmpint (node (last_step (h)->graph, "y/mul")->inputs[1]->shape.rank, ==, 1);
 
-  g_autoptr (PlGraph) g = parse ("graph g opset 17 {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph g opset 17 {\n"
                                  "  input x: f32[4, 3]\n"
                                  "  input s: f32[3]\n"
                                  "  y, rm, rv = BatchNormalization(x, s, s, s, s) {training_mode=1}\n"
@@ -419,7 +409,7 @@ test_reductions (void)
                                                "  output y\n"
                                                "}\n", r->op, r->attrs);
       g_test_message ("%s %s", r->op, r->attrs);
-      g_autoptr (PlGraph) g = parse (text);
+      g_autoptr (PlGraph) g = pl_test_parse (text);
       g_autoptr (PlHistory) h = run_checked (g, "decompose", NULL, 1e-4);
       PlStep *s = last_step (h);
       assert_ops_except (s->graph, (const char *const[]) { "a", "p", NULL }, r->ops_after);
@@ -517,7 +507,7 @@ test_ops_param (void)
   g_autoptr (PlHistory) h2 = decompose (text, two);
   assert_ops (last_step (h2)->graph, "Add:2 Div:1 Erf:1 Exp:1 Log:1 Mul:2 Softmax:1");
 
-  g_autoptr (PlGraph) g = parse (text);
+  g_autoptr (PlGraph) g = pl_test_parse (text);
   g_autoptr (GError) error = NULL;
   g_autoptr (PlPipeline) p = pl_pipeline_parse ("decompose", &error);
   g_assert_true (pl_pipeline_set_param (p, "decompose.ops=Softmax,Conv", &error));

@@ -15,16 +15,6 @@
 /* --- helpers ------------------------------------------------------------------- */
 
 static PlGraph *
-parse (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_parse (text, -1, "<test>", &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (g);
-  return g;
-}
-
-static PlGraph *
 load_graph (const char *relative)
 {
   g_autofree char *path = pl_test_source_path (relative);
@@ -125,7 +115,7 @@ static void
 assert_round_trip (const PlGraph *g)
 {
   g_autofree char *text = pl_text_print (g);
-  g_autoptr (PlGraph) back = parse (text);
+  g_autoptr (PlGraph) back = pl_test_parse (text);
   g_autofree char *again = pl_text_print (back);
   g_assert_cmpstr (text, ==, again);
   assert_verifies (back);
@@ -157,7 +147,7 @@ assert_same_results (const PlGraph *before, const PlGraph *after)
 static void
 test_create (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph t {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph t {\n"
                                  "  input x: f32[2, 3]\n"
                                  "  input y: f32[2, 3]\n"
                                  "  const k: f32[] = 2.0\n"
@@ -204,7 +194,7 @@ test_create (void)
 static void
 test_create_errors (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph t {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph t {\n"
                                  "  input x: f32[6]\n"
                                  "  input w: f32[6, 6]\n"
                                  "  input z: f32[2, 3]\n"
@@ -244,7 +234,7 @@ test_create_errors (void)
   g_assert_nonnull (strstr (error->message, "'r'"));
   g_clear_error (&error);
 
-  g_autoptr (PlGraph) other = parse ("graph o { input x: f32[6]\n y = Relu(x)\n output y }");
+  g_autoptr (PlGraph) other = pl_test_parse ("graph o { input x: f32[6]\n y = Relu(x)\n output y }");
   g_assert_null (pl_fusion_create (g, (PlNode *[]) { node (g, "a"), node (other, "y") }, 2, "loop", &error));
   g_assert_error (error, PL_ERROR, PL_ERROR_INVALID);
   g_clear_error (&error);
@@ -258,7 +248,7 @@ test_create_errors (void)
 static void
 test_create_controls (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph t {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph t {\n"
                                  "  input x: f32[4]\n"
                                  "  e = Sigmoid(x)\n"
                                  "  a = Relu(x) after(serialize: e)\n"
@@ -300,7 +290,7 @@ test_create_controls (void)
 static void
 test_would_cycle (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph t {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph t {\n"
                                  "  input x: f32[6]\n"
                                  "  input w: f32[6, 6]\n"
                                  "  a = Relu(x)\n"
@@ -316,7 +306,7 @@ test_would_cycle (void)
   g_assert_false (pl_fusion_would_cycle (g, (PlNode *[]) { a }, 1));
 
   /* control edges count: b waits on a, c reads both */
-  g_autoptr (PlGraph) h = parse ("graph t {\n"
+  g_autoptr (PlGraph) h = pl_test_parse ("graph t {\n"
                                  "  input x: f32[6]\n"
                                  "  a = Relu(x)\n"
                                  "  b = Neg(x) after(serialize: a)\n"
@@ -344,7 +334,7 @@ test_would_cycle (void)
 static void
 test_plan_cross_groups (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph t {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph t {\n"
                                  "  input x: f32[6]\n"
                                  "  a1 = Relu(x)\n"
                                  "  b1 = Exp(a1)\n"
@@ -450,7 +440,7 @@ test_plan_random (void)
       for (int i = 0; i < n - 1; i += 7)
         g_string_append_printf (text, ", n%d", i);
       g_string_append (text, "\n}\n");
-      g_autoptr (PlGraph) g = parse (text->str);
+      g_autoptr (PlGraph) g = pl_test_parse (text->str);
       g_string_free (text, TRUE);
 
       g_autoptr (PlFusionPlan) p = pl_fusion_plan_new (g, NULL);
@@ -526,7 +516,7 @@ test_plan_random (void)
 static void
 test_loops_diamond (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph t {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph t {\n"
                                  "  input x: f32[4, 8]\n"
                                  "  input w: f32[8, 8]\n"
                                  "  a = Relu(x)\n"
@@ -571,7 +561,7 @@ static const char layer_norm_text[] =
 static void
 test_loops_layer_norm (void)
 {
-  g_autoptr (PlGraph) g = parse (layer_norm_text);
+  g_autoptr (PlGraph) g = pl_test_parse (layer_norm_text);
   g_autoptr (PlHistory) h = run_checked (g, "fuse-loops", NULL);
   PlGraph *out = last_graph (h);
   g_assert_cmpuint (out->nodes->len, ==, 2);
@@ -602,7 +592,7 @@ test_loops_layer_norm (void)
 static void
 test_loops_softmax (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph sm opset 17 {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph sm opset 17 {\n"
                                  "  input x: f32[3, 10]\n"
                                  "  m = ReduceMax(x) {axes=[1], keepdims=1}\n"
                                  "  s = Sub(x, m)\n"
@@ -617,7 +607,7 @@ test_loops_softmax (void)
   g_assert_cmpint (node (out, "y")->op, ==, PL_OP_Div);   /* alone: not fused */
 
   /* a reduction over other rows does not join */
-  g_autoptr (PlGraph) g2 = parse ("graph t opset 17 {\n"
+  g_autoptr (PlGraph) g2 = pl_test_parse ("graph t opset 17 {\n"
                                   "  input x: f32[3, 10]\n"
                                   "  m = ReduceMax(x) {axes=[0], keepdims=1}\n"
                                   "  s = Sub(x, m)\n"
@@ -631,7 +621,7 @@ test_loops_softmax (void)
   g_assert_cmpint (node (out, "m")->op, ==, PL_OP_ReduceMax);
 
   /* Softmax itself may end an input fusion */
-  g_autoptr (PlGraph) g3 = parse ("graph t opset 17 {\n"
+  g_autoptr (PlGraph) g3 = pl_test_parse ("graph t opset 17 {\n"
                                   "  input x: f32[3, 10]\n"
                                   "  const k: f32[] = 0.5\n"
                                   "  s = Mul(x, k)\n"
@@ -645,7 +635,7 @@ test_loops_softmax (void)
 static void
 test_loops_siblings (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph t {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph t {\n"
                                  "  input x: f32[4, 8]\n"
                                  "  input w: f32[8, 8]\n"
                                  "  m = MatMul(x, w)\n"
@@ -672,7 +662,7 @@ test_loops_max_ops (void)
   for (int i = 1; i < 10; i++)
     g_string_append_printf (text, "  n%d = %s(n%d)\n", i, i % 2 ? "Tanh" : "Neg", i - 1);
   g_string_append (text, "  output n9\n}\n");
-  g_autoptr (PlGraph) g = parse (text->str);
+  g_autoptr (PlGraph) g = pl_test_parse (text->str);
   g_string_free (text, TRUE);
 
   const char *params[] = { "fuse-loops.max_ops=4", NULL };
@@ -691,7 +681,7 @@ test_loops_max_ops (void)
 static void
 test_loops_index_functions (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph t opset 17 {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph t opset 17 {\n"
                                  "  input x: f32[2, 12]\n"
                                  "  input y: f32[2, 3, 4]\n"
                                  "  const shape: i64[3] = [2, 3, 4]\n"
@@ -719,7 +709,7 @@ test_loops_index_functions (void)
 static void
 test_loops_never (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph t opset 17 {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph t opset 17 {\n"
                                  "  input x: f32[2, 6]\n"
                                  "  input w: f32[6, 6]\n"
                                  "  const shape: i64[3] = [2, 2, 3]\n"
@@ -738,7 +728,7 @@ test_loops_never (void)
 
   /* fusion nodes are left alone: library fusions stay, the bias add behind
    * one is not pulled out of it */
-  g_autoptr (PlGraph) g2 = parse ("graph t opset 17 {\n"
+  g_autoptr (PlGraph) g2 = pl_test_parse ("graph t opset 17 {\n"
                                   "  input x: f32[2, 6]\n"
                                   "  input w: f32[6, 6]\n"
                                   "  const b: f32[6] = random(seed=3)\n"
@@ -837,7 +827,7 @@ test_loops_samples (void)
 static void
 test_library_gemm (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph t opset 17 {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph t opset 17 {\n"
                                  "  input a: f32[2, 8, 4]\n"
                                  "  input b: f32[2, 8, 5]\n"
                                  "  input c: f32[6, 5]\n"
@@ -886,7 +876,7 @@ test_library_gemm (void)
 static void
 test_library_epilogue (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph t opset 17 {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph t opset 17 {\n"
                                  "  input x: f32[2, 4, 16]\n"
                                  "  input img: f32[1, 3, 6, 6]\n"
                                  "  const w: f32[16, 5] = random(seed=1)\n"
@@ -953,7 +943,7 @@ test_library_epilogue (void)
   assert_round_trip (out);
 
   /* a transposed operand and an epilogue together */
-  g_autoptr (PlGraph) g2 = parse ("graph t opset 17 {\n"
+  g_autoptr (PlGraph) g2 = pl_test_parse ("graph t opset 17 {\n"
                                   "  input a: f32[8, 4]\n"
                                   "  input b: f32[8, 5]\n"
                                   "  const bias: f32[1, 5] = random(seed=2)\n"
@@ -1083,7 +1073,7 @@ static void
 test_library_conv_backward_mismatch (void)
 {
   /* a 5x5 kernel and a 1x1 output: Conv(x [5x5], w [5x5]) is 1x1, it matches */
-  g_autoptr (PlGraph) g = parse ("graph t opset 17 {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph t opset 17 {\n"
                                  "  input x: f32[1, 2, 5, 5]\n"
                                  "  input dy: f32[1, 3, 1, 1]\n"
                                  "  x_t = Transpose(x) {perm=[1, 0, 2, 3]}\n"
@@ -1102,7 +1092,7 @@ test_library_conv_backward_mismatch (void)
 
   /* inner stride 3 = forward dilation 3 with a 2x2 kernel: over 5 columns
    * that forward conv gives 2 outputs, not dY's 1 — no conv gradient */
-  g_autoptr (PlGraph) g2 = parse ("graph t opset 17 {\n"
+  g_autoptr (PlGraph) g2 = pl_test_parse ("graph t opset 17 {\n"
                                   "  input x: f32[1, 2, 5, 5]\n"
                                   "  input dy: f32[1, 3, 1, 1]\n"
                                   "  x_t = Transpose(x) {perm=[1, 0, 2, 3]}\n"
@@ -1115,7 +1105,7 @@ test_library_conv_backward_mismatch (void)
   g_assert_cmpint (count_op (last_graph (h2), PL_OP_Fusion), ==, 0);
 
   /* the outer transpose must swap the first two axes */
-  g_autoptr (PlGraph) g3 = parse ("graph t opset 17 {\n"
+  g_autoptr (PlGraph) g3 = pl_test_parse ("graph t opset 17 {\n"
                                   "  input x: f32[1, 2, 5, 5]\n"
                                   "  input dy: f32[1, 3, 1, 1]\n"
                                   "  x_t = Transpose(x) {perm=[1, 0, 2, 3]}\n"
@@ -1161,7 +1151,7 @@ test_many_blocks (void)
       cur = prev;
     }
   g_string_append_printf (t, "  output %s\n}\n", cur);
-  g_autoptr (PlGraph) g = parse (t->str);
+  g_autoptr (PlGraph) g = pl_test_parse (t->str);
   g_string_free (t, TRUE);
   g_assert_cmpuint (g->nodes->len, ==, 14u * blocks);
 

@@ -20,16 +20,6 @@
 #include "test-util.h"
 #include "text-format.h"
 
-static PlGraph *
-parse (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_parse (text, -1, "test.graph", &error);
-  if (!g)
-    g_error ("parse failed: %s\n%s", error->message, text);
-  return g;
-}
-
 /* Runs the grad pass on g with "key=value" settings (NULL-terminated). */
 static bool
 apply_grad (PlGraph *g, const char *const *settings, PlPassReport **report, GError **error)
@@ -157,8 +147,8 @@ compare_with_fd (PlGraph *fwd, const PlGraph *g, double eps, double rtol, double
 static void
 check_grads_full (const char *text, const char *params, double eps, double rtol, double atol)
 {
-  g_autoptr (PlGraph) fwd = parse (text);
-  g_autoptr (PlGraph) g = parse (text);
+  g_autoptr (PlGraph) fwd = pl_test_parse (text);
+  g_autoptr (PlGraph) g = pl_test_parse (text);
   g_autoptr (GError) error = NULL;
   g_autofree char *pset = g_strdup_printf ("params=%s", params);
   if (!apply_grad (g, (const char *const[]) { pset, "outputs=grads", NULL }, NULL, &error))
@@ -618,7 +608,7 @@ static void
 test_mlp_training (void)
 {
   static const char *const params[] = { "w1", "b1", "w2", "b2" };
-  g_autoptr (PlGraph) model = parse (mlp_text);
+  g_autoptr (PlGraph) model = pl_test_parse (mlp_text);
   PlTensor **inputs = inputs_for (model);
   double losses[3];
   for (int step = 0; step < 3; step++)
@@ -635,7 +625,7 @@ test_mlp_training (void)
       losses[step] = pl_tensor_get_f64 (out[0], 0);
       /* the next step's model: a fresh parse with the updated weights */
       g_clear_pointer (&model, pl_graph_free);
-      model = parse (mlp_text);
+      model = pl_test_parse (mlp_text);
       for (guint p = 0; p < G_N_ELEMENTS (params); p++)
         {
           g_autofree char *name = g_strdup_printf ("%s.new", params[p]);
@@ -657,7 +647,7 @@ test_mlp_training (void)
 static void
 test_outputs (void)
 {
-  g_autoptr (PlGraph) g = parse (mlp_text);
+  g_autoptr (PlGraph) g = pl_test_parse (mlp_text);
   g_autoptr (GError) error = NULL;
   guint n_nodes = g->nodes->len;
   const char *const settings[] = { "outputs=both", "lr=0.25", "params=w2, b1", NULL };
@@ -695,7 +685,7 @@ test_non_scalar_loss (void)
                      "  output z\n"
                      "}\n";
   check_grads (text, "a,b");
-  g_autoptr (PlGraph) g = parse (text);
+  g_autoptr (PlGraph) g = pl_test_parse (text);
   g_autoptr (PlPassReport) report = NULL;
   g_autoptr (GError) error = NULL;
   g_assert_true (apply_grad (g, NULL, &report, &error));
@@ -815,7 +805,7 @@ test_fuse_backward (void)
 static void
 expect_error (const char *text, const char *const *settings, const char *message)
 {
-  g_autoptr (PlGraph) g = parse (text);
+  g_autoptr (PlGraph) g = pl_test_parse (text);
   guint n_nodes = g->nodes->len, n_values = g->values->len, n_outputs = g->outputs->len;
   g_autoptr (GError) error = NULL;
   g_assert_false (apply_grad (g, settings, NULL, &error));
@@ -962,7 +952,7 @@ test_nothing_to_do (void)
   };
   for (guint i = 0; i < G_N_ELEMENTS (texts); i++)
     {
-      g_autoptr (PlGraph) g = parse (texts[i]);
+      g_autoptr (PlGraph) g = pl_test_parse (texts[i]);
       guint n_nodes = g->nodes->len, n_values = g->values->len;
       g_autoptr (PlPassReport) report = NULL;
       g_autoptr (GError) error = NULL;
@@ -984,7 +974,7 @@ test_long_chain (void)
   for (int i = 1; i < n; i++)
     g_string_append_printf (s, "  v%d = %s(v%d%s)\n", i, i % 2 ? "Sin" : "Add", i - 1, i % 2 ? "" : ", w");
   g_string_append_printf (s, "  loss = ReduceSum(v%d) {keepdims=0}\n  output loss\n}\n", n - 1);
-  g_autoptr (PlGraph) g = parse (s->str);
+  g_autoptr (PlGraph) g = pl_test_parse (s->str);
   g_string_free (s, TRUE);
   g_autoptr (GError) error = NULL;
   g_autoptr (PlPassReport) report = NULL;

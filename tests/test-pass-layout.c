@@ -50,15 +50,6 @@ static const char *tiny_graph =
   "}\n";
 
 static PlGraph *
-parse (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_parse (text, -1, NULL, &error);
-  g_assert_no_error (error);
-  return g;
-}
-
-static PlGraph *
 resnet_block (void)
 {
   g_autofree char *path = pl_test_source_path ("data/graphs/resnet_block.graph");
@@ -226,7 +217,7 @@ test_calibration_keys_and_table (void)
 static void
 test_measured_tiny_conv (void)
 {
-  g_autoptr (PlGraph) g = parse (tiny_graph);
+  g_autoptr (PlGraph) g = pl_test_parse (tiny_graph);
   g_autoptr (GError) error = NULL;
   g_assert_true (pl_graph_infer_shapes (g, &error));
   {
@@ -290,7 +281,7 @@ test_measured_tiny_conv (void)
 static void
 test_tuned_tiles (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph tuned opset 17 {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph tuned opset 17 {\n"
                                  "  input x: f32[1, 16, 28, 28]\n"
                                  "  const w: f32[32, 16, 3, 3] = random(seed=5, lo=-0.2, hi=0.2)\n"
                                  "  c = Conv(x, w) {kernel_shape=[3, 3], pads=[1, 1, 1, 1]}\n"
@@ -360,7 +351,7 @@ test_tuned_tiles (void)
 static void
 test_refine_in_context (void)
 {
-  g_autoptr (PlGraph) g = parse (tiny_graph);
+  g_autoptr (PlGraph) g = pl_test_parse (tiny_graph);
   g_autoptr (GError) error = NULL;
   g_assert_true (pl_graph_infer_shapes (g, &error));
   {
@@ -517,7 +508,7 @@ test_idempotent (void)
 static void
 test_fused_graph (void)
 {
-  g_autoptr (PlGraph) g = parse (tiny_graph);
+  g_autoptr (PlGraph) g = pl_test_parse (tiny_graph);
   g_autoptr (GError) error = NULL;
   g_assert_true (pl_graph_infer_shapes (g, &error));
   g_autoptr (PlHistory) h = pl_test_run_checked (g, "fuse-library,layout", NULL, 1e-4, 1);
@@ -551,7 +542,7 @@ static const char *mixed_table =
 static void
 test_mixed_optimum (void)
 {
-  g_autoptr (PlGraph) g = parse (mixed_graph);
+  g_autoptr (PlGraph) g = pl_test_parse (mixed_graph);
   g_autoptr (GError) error = NULL;
   g_assert_true (pl_graph_infer_shapes (g, &error));
   g_autofree char *table = write_table ("mixed.table", mixed_table);
@@ -636,7 +627,7 @@ plan_pool_graph (const PlGraph *g, const char *name, const char *pool_costs)
 static void
 test_pool_between_convs (void)
 {
-  g_autoptr (PlGraph) g = parse (pool_graph);
+  g_autoptr (PlGraph) g = pl_test_parse (pool_graph);
   g_autoptr (GError) error = NULL;
   g_assert_true (pl_graph_infer_shapes (g, &error));
   g_autofree char *key = pl_calibration_pool_key (pl_graph_find_node (g, "p"), PL_LAYOUT_NHWC);
@@ -682,7 +673,7 @@ test_pool_between_convs (void)
 static void
 test_measured_pool (void)
 {
-  g_autoptr (PlGraph) g = parse (pool_graph);
+  g_autoptr (PlGraph) g = pl_test_parse (pool_graph);
   g_autoptr (GError) error = NULL;
   g_assert_true (pl_graph_infer_shapes (g, &error));
   g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
@@ -703,7 +694,7 @@ test_measured_pool (void)
   g_assert_nonnull (strstr (text, "\tcpu\t" PP "NHWC\t"));
   g_assert_nonnull (strstr (text, "\tcpu\ttransform 1x16x8x8 f32 NHWC>NCHW\t"));
   /* a pool nobody generates (its Indices are read) has no key and costs nothing in NCHW only */
-  g_autoptr (PlGraph) gi = parse ("graph i opset 17 {\n  input x: f32[1, 2, 4, 4]\n"
+  g_autoptr (PlGraph) gi = pl_test_parse ("graph i opset 17 {\n  input x: f32[1, 2, 4, 4]\n"
                                   "  m, idx = MaxPool(x) {kernel_shape=[2, 2]}\n  output m\n  output idx\n}\n");
   g_assert_true (pl_graph_infer_shapes (gi, &error));
   PlNode *m = pl_graph_find_node (gi, "m");

@@ -9,15 +9,6 @@
 
 #include <string.h>
 
-static PlGraph *
-parse (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_parse (text, -1, NULL, &error);
-  g_assert_no_error (error);
-  return g;
-}
-
 /* Runs pipeline spec on g with the numerical check; asserts that every step
  * verifies and passes the check. */
 static PlHistory *
@@ -127,7 +118,7 @@ assert_axes (const PlNode *node, const char *want)
 static PlGraph *
 sink (const char *text, PlPassReport **report)
 {
-  g_autoptr (PlGraph) g = parse (text);
+  g_autoptr (PlGraph) g = pl_test_parse (text);
   g_autoptr (PlHistory) h = run_checked (g, "reshape-sink", NULL);
   PlStep *s = last_step (h);
   if (report)
@@ -142,7 +133,7 @@ sink (const char *text, PlPassReport **report)
 static void
 test_reduce_group_norm (void)
 {
-  g_autoptr (PlGraph) in = parse ("graph a opset 17 {\n"
+  g_autoptr (PlGraph) in = pl_test_parse ("graph a opset 17 {\n"
                                   "  input x: f32[2, 6, 6, 8]\n"
                                   "  const s: i64[5] = [2, 6, 6, 2, 4]\n"
                                   "  g = Reshape(x, s)\n"
@@ -286,7 +277,7 @@ test_reduce_mixed_stretch (void)
 static void
 assert_unchanged (const char *text)
 {
-  g_autoptr (PlGraph) in = parse (text);
+  g_autoptr (PlGraph) in = pl_test_parse (text);
   g_autofree char *before = op_sequence (in);
   PlPassReport *report = NULL;
   g_autoptr (PlGraph) out = sink (text, &report);
@@ -424,7 +415,7 @@ test_broadcast_direct (void)
 static void
 test_broadcast_group_norm (void)
 {
-  g_autoptr (PlGraph) in = parse ("graph gn opset 17 {\n"
+  g_autoptr (PlGraph) in = pl_test_parse ("graph gn opset 17 {\n"
                                   "  input x: f32[2, 5, 5, 12]\n"
                                   "  const gs: i64[5] = [2, 5, 5, 3, 4]\n"
                                   "  const ss: i64[5] = [2, 1, 1, 1, 4]\n"
@@ -620,7 +611,7 @@ test_broadcast_outputs (void)
 static void
 test_align_report (void)
 {
-  g_autoptr (PlGraph) in = parse ("graph b opset 17 {\n"
+  g_autoptr (PlGraph) in = pl_test_parse ("graph b opset 17 {\n"
                                   "  input x: f32[2, 4, 6]\n"
                                   "  input b: f32[2, 1, 1, 3]\n"
                                   "  const s: i64[4] = [2, 4, 2, 3]\n"
@@ -755,7 +746,7 @@ test_random (void)
       g_string_free (axes, TRUE);
 
       g_autofree char *text = g_string_free (t, FALSE);
-      g_autoptr (PlGraph) g = parse (text);
+      g_autoptr (PlGraph) g = pl_test_parse (text);
       g_autoptr (PlHistory) h = run_checked (g, "reshape-sink", NULL);
       PlStep *first = pl_history_step (h, 0), *last = last_step (h);
       if (last->stats.reshape_bytes > first->stats.reshape_bytes)

@@ -11,16 +11,6 @@
 #include "test-util.h"
 #include "text-format.h"
 
-static PlGraph *
-parse (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_parse (text, -1, "test.graph", &error);
-  if (!g)
-    g_error ("parse failed: %s", error->message);
-  return g;
-}
-
 /* Runs the pipeline with the numerical check; asserts that every step
  * verified and passed the check (within tolerance). */
 static PlHistory *
@@ -39,7 +29,7 @@ last_step (const PlHistory *h)
 static PlHistory *
 simplify (const char *text, const char *const *params)
 {
-  g_autoptr (PlGraph) g = parse (text);
+  g_autoptr (PlGraph) g = pl_test_parse (text);
   return run_checked (g, "simplify", params, 1e-12);
 }
 
@@ -179,7 +169,7 @@ test_fold_shape_chain (void)
 static void
 test_fold_constant_node (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph g opset 17 {\n  input x: f32[3]\n  output x\n}\n");
+  g_autoptr (PlGraph) g = pl_test_parse ("graph g opset 17 {\n  input x: f32[3]\n  output x\n}\n");
   g_autoptr (GError) error = NULL;
   g_autoptr (PlTensor) t = pl_test_tensor (PL_DTYPE_F32, 1, PL_DIMS (3), PL_VALS (1, 2, 3));
   PlNode *c = pl_graph_add_node (g, "Constant", NULL, "k", 0, NULL, 1, NULL, &error);

@@ -17,16 +17,6 @@
 /* --- helpers ------------------------------------------------------------------- */
 
 static PlGraph *
-parse (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_parse (text, -1, "<test>", &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (g);
-  return g;
-}
-
-static PlGraph *
 load_graph (const char *relative)
 {
   g_autofree char *path = pl_test_source_path (relative);
@@ -218,7 +208,7 @@ stitched_reduce (int rows, int len, const char *const *params, PlHistory **out)
                                            "  y = ReduceSum(x, axes) {keepdims=1}\n"
                                            "  output y\n"
                                            "}\n", rows, len);
-  g_autoptr (PlGraph) g = parse (text);
+  g_autoptr (PlGraph) g = pl_test_parse (text);
   *out = run_checked (g, "stitch", params);
   return stitch_producing (last_step (*out)->graph, "y");
 }
@@ -388,7 +378,7 @@ static void
 test_cross_group (void)
 {
   /* a row sum, then a column max of the normalized rows: two row spaces */
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph cross opset 17 {\n"
     "  input x: f32[64, 512]\n"
     "  const ax1: i64[1] = [1]\n"
@@ -420,7 +410,7 @@ test_cross_group (void)
    * loop over the rows: s still reaches y through shared memory (a block
    * barrier apart), but nothing is kept in shared memory past the grid
    * barrier before out. */
-  g_autoptr (PlGraph) g2 = parse (
+  g_autoptr (PlGraph) g2 = pl_test_parse (
     "graph cross opset 17 {\n"
     "  input x: f32[256, 512]\n"
     "  const ax1: i64[1] = [1]\n"
@@ -569,7 +559,7 @@ static void
 test_no_cycle (void)
 {
   /* b reads a directly and through the MatMul: a and b cannot share a kernel */
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph c opset 17 {\n"
     "  input x: f32[8, 16]\n"
     "  const w: f32[16, 16] = random(seed=1, lo=-0.5, hi=0.5)\n"
@@ -598,7 +588,7 @@ test_controls (void)
 {
   /* control edges into and out of a region move to its kernel; a stitch
    * fusion with control edges is kept as it is by a second stitch */
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph c opset 17 {\n"
     "  input x: f32[8, 64]\n"
     "  const w: f32[64, 64] = random(seed=3, lo=-0.2, hi=0.2)\n"
@@ -626,7 +616,7 @@ static void
 test_nothing (void)
 {
   /* a lone elementwise op between MatMuls is left alone */
-  g_autoptr (PlGraph) g = parse (
+  g_autoptr (PlGraph) g = pl_test_parse (
     "graph n opset 17 {\n"
     "  input x: f32[4, 4]\n"
     "  const w: f32[4, 4] = random(seed=2, lo=-1, hi=1)\n"

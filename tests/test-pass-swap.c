@@ -17,15 +17,6 @@
 #include <math.h>
 #include <string.h>
 
-static PlGraph *
-parse (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_parse (text, -1, NULL, &error);
-  g_assert_no_error (error);
-  return g;
-}
-
 static guint32
 node_id (const PlGraph *g, const char *name)
 {
@@ -149,7 +140,7 @@ analyze_seed (const PlGraph *g, bool serial)
 static void
 test_timing_exact (void)
 {
-  g_autoptr (PlGraph) g = parse (seed_graph);
+  g_autoptr (PlGraph) g = pl_test_parse (seed_graph);
 
   /* Dataflow (the seed): TRT = max input TAT, TAT(out) = TRT + latency.
    *   src 0-1, n302 1-3, n304 3-6, n306 6-10, side 1-3,
@@ -220,7 +211,7 @@ test_timing_exact (void)
 static void
 test_timing_model (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph m opset 17 {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph m opset 17 {\n"
                                  "  input a: f32[64, 128]\n"
                                  "  const w: f32[128, 256] = random(seed=1)\n"
                                  "  const shape: i64[1] = [16384]\n"
@@ -302,7 +293,7 @@ test_timing_linear (void)
 static void
 test_memory_host (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph host opset 17 {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph host opset 17 {\n"
                                  "  input x: f32[256]\n"
                                  "  a = Relu(x)\n"
                                  "  h = SwapOut(a)\n"
@@ -382,7 +373,7 @@ assert_text (const PlGraph *g, const char *want)
   if (strcmp (got, want) != 0)
     g_error ("graph differs; got:\n%s\nwant:\n%s", got, want);
   /* and the text parses back to the same graph (control edges included) */
-  g_autoptr (PlGraph) again = parse (got);
+  g_autoptr (PlGraph) again = pl_test_parse (got);
   g_autofree char *got2 = pl_text_print (again);
   g_assert_cmpstr (got2, ==, got);
 }
@@ -402,7 +393,7 @@ assert_text (const PlGraph *g, const char *want)
 static void
 test_structure (void)
 {
-  g_autoptr (PlGraph) g = parse (fwdbwd_graph);
+  g_autoptr (PlGraph) g = pl_test_parse (fwdbwd_graph);
   const char *params[] = { "swap.th_tts=0.001", "swap.th_s=0", NULL };
   g_autoptr (PlHistory) h = run_checked (g, "swap", params, 1e-4);
   PlStep *s = last_step (h);
@@ -473,7 +464,7 @@ test_structure (void)
 static void
 test_compress (void)
 {
-  g_autoptr (PlGraph) g = parse (fwdbwd_graph);
+  g_autoptr (PlGraph) g = pl_test_parse (fwdbwd_graph);
   const char *params[] = { "swap.th_tts=0.001", "swap.th_s=0", "swap.mode=compress", NULL };
   g_autoptr (PlHistory) h = run_checked (g, "swap", params, 1e-3);
   PlStep *s = last_step (h);
@@ -554,7 +545,7 @@ test_several_restorations (void)
   for (int i = 1; i < 8; i++)
     g_string_append_printf (text, "  c%d = Tanh(c%d)\n", i, i - 1);
   g_string_append (text, "  w = Mul(c7, a)\n  output w\n}\n");
-  g_autoptr (PlGraph) g = parse (text->str);
+  g_autoptr (PlGraph) g = pl_test_parse (text->str);
   g_string_free (text, TRUE);
 
   const char *params[] = { "swap.th_s=0", NULL };
@@ -609,7 +600,7 @@ test_output_to_host (void)
   for (int i = 1; i < 10; i++)
     g_string_append_printf (text, "  y%d = Tanh(y%d)\n", i, i - 1);
   g_string_append (text, "  output e, y9\n}\n");
-  g_autoptr (PlGraph) g = parse (text->str);
+  g_autoptr (PlGraph) g = pl_test_parse (text->str);
   g_string_free (text, TRUE);
 
   g_autoptr (PlHistory) h = run_checked (g, "swap", (const char *const[]) { "swap.th_s=0", NULL }, 1e-4);
@@ -711,7 +702,7 @@ test_budget (void)
 static void
 test_budget_unreachable (void)
 {
-  g_autoptr (PlGraph) g = parse (fwdbwd_graph);
+  g_autoptr (PlGraph) g = pl_test_parse (fwdbwd_graph);
   g_autoptr (PlHistory) h = run_checked (g, "swap", (const char *const[]) { "swap.budget=1KiB", NULL }, 1e-4);
   PlStep *s = last_step (h);
   g_assert_true (s->changed);
@@ -771,7 +762,7 @@ test_tight_steps (void)
     g_string_append_printf (text, "  c%d = Tanh(c%d)\n", i, i - 1);
   g_string_append (text, "  u = Add(c11, a)\n  p = Concat(u, u) {axis=0}\n"
                          "  s = ReduceMax(p) {axes=[0], keepdims=1}\n  w = Add(s, a)\n  output w\n}\n");
-  g_autoptr (PlGraph) g = parse (text->str);
+  g_autoptr (PlGraph) g = pl_test_parse (text->str);
   g_string_free (text, TRUE);
 
   const char *params[] = { "swap.budget=800KiB", "swap.link_gbps=5", NULL };
@@ -805,7 +796,7 @@ test_tight_steps (void)
 static void
 test_workspace (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph c opset 17 {\n  input x: f32[1, 8, 32, 32]\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph c opset 17 {\n  input x: f32[1, 8, 32, 32]\n"
                                  "  const w: f32[8, 8, 3, 3] = random(seed=1, lo=-0.1, hi=0.1)\n"
                                  "  y = Conv(x, w) {kernel_shape=[3, 3], pads=[1, 1, 1, 1]}\n  z = Tanh(y)\n"
                                  "  output z\n}\n");
@@ -826,7 +817,7 @@ test_workspace (void)
 static void
 test_budget_syntax (void)
 {
-  g_autoptr (PlGraph) g = parse (fwdbwd_graph);
+  g_autoptr (PlGraph) g = pl_test_parse (fwdbwd_graph);
   const struct { const char *text; int64_t bytes; } cases[] = {
     { "1.5GB", 1500000000 }, { "64MiB", 67108864 }, { "64 MiB", 67108864 }, { "1M", 1048576 },
     { "1000000", 1000000 }, { "2mb", 2000000 }, { "1T", 1099511627776 },
@@ -851,7 +842,7 @@ test_budget_syntax (void)
 static void
 expect_error (const char *param, const char *message)
 {
-  g_autoptr (PlGraph) g = parse (fwdbwd_graph);
+  g_autoptr (PlGraph) g = pl_test_parse (fwdbwd_graph);
   g_autoptr (GError) error = NULL;
   g_autoptr (PlPipeline) p = pl_pipeline_parse ("swap", &error);
   g_assert_no_error (error);
@@ -880,7 +871,7 @@ test_bad_params (void)
 static void
 test_dataflow_model (void)
 {
-  g_autoptr (PlGraph) g = parse (fwdbwd_graph);
+  g_autoptr (PlGraph) g = pl_test_parse (fwdbwd_graph);
   const char *params[] = { "swap.th_tts=0.001", "swap.th_s=0", "swap.serial=false", NULL };
   g_autoptr (PlHistory) h = run_checked (g, "swap", params, 1e-4);
   PlStep *s = last_step (h);

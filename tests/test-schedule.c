@@ -6,6 +6,7 @@
 #include "dot-export.h"
 #include "graph.h"
 #include "schedule.h"
+#include "test-util.h"
 #include "text-format.h"
 
 #include <glib/gstdio.h>
@@ -328,15 +329,6 @@ test_empty (void)
 
 /* --- in-place sharing ---------------------------------------------------------- */
 
-static PlGraph *
-parse (const char *text)
-{
-  g_autoptr (GError) error = NULL;
-  PlGraph *g = pl_text_parse (text, -1, "<test>", &error);
-  g_assert_no_error (error);
-  return g;
-}
-
 /* The values listed live at every step are the curve's bytes. */
 static void
 assert_live_lists_sum (const PlMemoryProfile *p, const PlGraph *g)
@@ -375,7 +367,7 @@ listed (const PlMemoryProfile *p, const PlGraph *g, int step, const char *name)
 static void
 test_in_place (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph inplace opset 17 {\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph inplace opset 17 {\n"
                                  "  input x: f32[4, 8]\n  input s: f32[8]\n"
                                  "  a = Exp(x)\n  b = Sin(a)\n  c = Add(a, b)\n  d = Add(c, s)\n"
                                  "  e = Relu(d)\n  f = Cast(e) {to=11}\n"
@@ -413,7 +405,7 @@ test_in_place (void)
 static void
 test_in_place_elementwise_only (void)
 {
-  g_autoptr (PlGraph) g = parse ("graph only opset 17 {\n  input x: f32[4, 4]\n"
+  g_autoptr (PlGraph) g = pl_test_parse ("graph only opset 17 {\n  input x: f32[4, 4]\n"
                                  "  const w: f32[4, 4] = random(seed=1)\n"
                                  "  a = Exp(x)\n  t = Transpose(a) {perm=[1, 0]}\n  m = MatMul(t, w)\n"
                                  "  r = Softmax(m) {axis=1}\n  y = Neg(r)\n  output y\n}\n");

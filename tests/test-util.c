@@ -2,6 +2,8 @@
 #define G_LOG_DOMAIN "passlab-test"
 #include "test-util.h"
 
+#include "text-format.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -177,6 +179,26 @@ pl_test_source_path (const char *relative)
 {
   const char *root = g_getenv ("PASSLAB_SOURCE_DIR");
   return g_build_filename (root ? root : ".", relative, NULL);
+}
+
+PlGraph *
+pl_test_parse (const char *text)
+{
+  g_autoptr (GError) error = NULL;
+  PlGraph *g = pl_text_parse (text, -1, "<test>", &error);
+  g_assert_no_error (error);
+  return g;
+}
+
+PlGraph *
+pl_test_load_sample (const char *name)
+{
+  g_autofree char *rel = g_strdup_printf ("data/graphs/%s", name);
+  g_autofree char *path = pl_test_source_path (rel);
+  g_autoptr (GError) error = NULL;
+  PlGraph *g = pl_text_load (path, &error);
+  g_assert_no_error (error);
+  return g;
 }
 
 PlHistory *

@@ -42,3 +42,6 @@ PlHistory *pl_test_run_checked  (const PlGraph *g, const char *spec, const char 
                                   double tolerance, guint32 seed);
 /* Path of a file in the source tree (from PASSLAB_SOURCE_DIR); g_free it. */
 char      *pl_test_source_path   (const char *relative);
+/* The graph of a text (asserts it parses) and of a bundled sample, data/graphs/NAME. */
+PlGraph   *pl_test_parse         (const char *text);
+PlGraph   *pl_test_load_sample   (const char *name);
