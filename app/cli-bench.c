@@ -244,8 +244,10 @@ pl_cli_bench (int argc, char **argv)
     return pl_cli_fail ("--repeat takes 1 to 100000");
   if (rounds < 1 || rounds > 1000)
     return pl_cli_fail ("--rounds takes 1 to 1000");
-  if (seed < 0 || seed > G_MAXUINT32 || sym_size < 1 || threads < 0)
-    return pl_cli_fail ("bad --random-inputs, --sym-size or --threads");
+  if (seed < 0 || seed > G_MAXUINT32 || sym_size < 1)
+    return pl_cli_fail ("bad --random-inputs or --sym-size");
+  if (threads < 0 || threads > PL_CLI_MAX_THREADS)
+    return pl_cli_fail ("--threads takes 0 (all cores) to %d", PL_CLI_MAX_THREADS);
   pl_passes_init ();
 
   g_auto (GStrv) names = g_strsplit (variant_list ? variant_list : "none,loops,stitch", ",", -1);

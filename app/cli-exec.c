@@ -228,19 +228,23 @@ parse_bytes (const char *text, int64_t *out)
 {
   char *end = NULL;
   double v = g_ascii_strtod (text, &end);
-  if (end == text || v <= 0)
+  if (end == text || !(v > 0))   /* NaN too */
     return false;
   while (*end == ' ')
     end++;
   static const struct { const char *unit; double scale; } units[] = {
     { "", 1 }, { "B", 1 }, { "K", 1024.0 }, { "KiB", 1024.0 }, { "kB", 1e3 }, { "M", 1048576.0 },
     { "MiB", 1048576.0 }, { "MB", 1e6 }, { "G", 1073741824.0 }, { "GiB", 1073741824.0 }, { "GB", 1e9 },
+    { "T", 1099511627776.0 }, { "TiB", 1099511627776.0 }, { "TB", 1e12 },
   };
   for (size_t i = 0; i < G_N_ELEMENTS (units); i++)
     if (g_ascii_strcasecmp (end, units[i].unit) == 0 && (strcmp (units[i].unit, "") != 0 || *end == '\0'))
       {
-        *out = (int64_t) (v * units[i].scale);
-        return *out > 0;
+        double bytes = v * units[i].scale;
+        if (!(bytes >= 1 && bytes < 0x1p63))   /* the cast is defined only below 2^63 */
+          return false;
+        *out = (int64_t) bytes;
+        return true;
       }
   return false;
 }
@@ -340,8 +344,8 @@ pl_cli_exec (int argc, char **argv)
     return pl_cli_fail ("unknown backend '%s' (reference, cpu or cuda)", backend_name);
   if (repeat < 0 || repeat > 100000)
     return pl_cli_fail ("--repeat takes 1 to 100000");
-  if (threads < 0)
-    return pl_cli_fail ("--threads must be >= 0");
+  if (threads < 0 || threads > PL_CLI_MAX_THREADS)
+    return pl_cli_fail ("--threads takes 0 (all cores) to %d", PL_CLI_MAX_THREADS);
   if (repeat == 0)
     repeat = backend == PL_BACKEND_REFERENCE ? 1 : 10;
   if (dry_run && backend == PL_BACKEND_REFERENCE)

@@ -30,8 +30,10 @@ pl_cli_lua (int argc, char **argv)
     return 1;
   if (argc < 2)
     return pl_cli_fail ("lua: expected a SCRIPT (see 'passlab-cli lua --help')");
-  if (timeout < 0 || memory_mb < 0 || memory_mb > ((gint64) 1 << 40))
-    return pl_cli_fail ("lua: --timeout and --memory-limit must be positive");
+  if (!(timeout >= 0))   /* NaN too */
+    return pl_cli_fail ("lua: --timeout must be a number of seconds, 0 or more");
+  if (memory_mb < 0 || memory_mb > ((gint64) 1 << 40))
+    return pl_cli_fail ("lua: --memory-limit must be from 0 to %" G_GINT64_FORMAT " MB", (gint64) 1 << 40);
   if (!g_file_test (argv[1], G_FILE_TEST_IS_REGULAR))
     return pl_cli_fail ("%s: no such file", argv[1]);
 

@@ -127,6 +127,10 @@ pl_cli_run (int argc, char **argv)
     return pl_cli_fail ("run: give either --passes or --script (see 'passlab-cli passes' for the list)");
   if (script && params)
     return pl_cli_fail ("run: --param applies to --passes; set parameters in the script");
+  if (sym_size < 1)
+    return pl_cli_fail ("run: --sym-size must be >= 1");
+  if (!(tolerance >= 0))   /* NaN too: every comparison with it fails, so every check would pass */
+    return pl_cli_fail ("run: --tolerance must be a number, 0 or more");
 
   g_autoptr (GError) error = NULL;
   g_autoptr (PlGraph) g = pl_cli_load (argv[1], &error);

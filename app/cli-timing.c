@@ -59,6 +59,8 @@ pl_cli_timing (int argc, char **argv)
     return pl_cli_fail ("timing: --param applies to --passes");
   if (!(o.device_gbps > 0 && o.device_tflops > 0 && o.link_gbps > 0 && o.launch_us >= 0) || top < 0)
     return pl_cli_fail ("timing: rates must be positive, --launch-us and --top not negative");
+  if (sym_size < 1)
+    return pl_cli_fail ("timing: --sym-size must be >= 1");
   o.serial = serial;
   o.sym_size = sym_size;
 

@@ -9,6 +9,10 @@
 
 G_BEGIN_DECLS
 
+/* The most OpenMP threads --threads takes: libgomp starts a team with
+ * per-thread data on the stack (alloca), which 100000 threads overflow. */
+#define PL_CLI_MAX_THREADS 1024
+
 /* Every command returns the process exit status. */
 typedef int (*PlCliCommand) (int argc, char **argv);
 

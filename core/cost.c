@@ -25,6 +25,23 @@ pl_node_is_metadata_only (const PlNode *node)
     }
 }
 
+/* Products and sums of counts, stopping at G_MAXINT64: with large symbolic
+ * sizes (--sym-size) a figure past it means "more than can be counted",
+ * where plain arithmetic would overflow (undefined behaviour). */
+static int64_t
+sat_mul (int64_t a, int64_t b)
+{
+  int64_t r;
+  return __builtin_mul_overflow (a, b, &r) ? G_MAXINT64 : r;
+}
+
+static int64_t
+sat_add (int64_t a, int64_t b)
+{
+  int64_t r;
+  return __builtin_add_overflow (a, b, &r) ? G_MAXINT64 : r;
+}
+
 static int64_t
 value_elems (const PlValue *v, int64_t sym_size, bool *assumed)
 {
@@ -71,7 +88,7 @@ pl_node_flops (const PlNode *node, int64_t sym_size, bool *assumed)
           /* K is A's last dim (Gemm with transA: its first) */
           int k_axis = node->op == PL_OP_Gemm && pl_node_attr_int (node, "transA", 0) ? 0 : a->shape.rank - 1;
           int64_t k = a->shape.dims[k_axis].size >= 0 ? a->shape.dims[k_axis].size : sym_size;
-          return 2 * out * k;
+          return sat_mul (sat_mul (2, out), k);
         }
       return 2 * out;
     case PL_OP_Conv:
@@ -80,8 +97,8 @@ pl_node_flops (const PlNode *node, int64_t sym_size, bool *assumed)
           /* per output element: C/group * kernel spatial MACs */
           int64_t macs = 1;
           for (int i = 1; i < b->shape.rank; i++)
-            macs *= b->shape.dims[i].size >= 0 ? b->shape.dims[i].size : sym_size;
-          return 2 * out * macs;
+            macs = sat_mul (macs, b->shape.dims[i].size >= 0 ? b->shape.dims[i].size : sym_size);
+          return sat_mul (sat_mul (2, out), macs);
         }
       return 2 * out;
     case PL_OP_ConvTranspose:
@@ -89,8 +106,8 @@ pl_node_flops (const PlNode *node, int64_t sym_size, bool *assumed)
         {
           int64_t in = value_elems (a, sym_size, assumed), macs = 1;
           for (int i = 1; i < b->shape.rank; i++)
-            macs *= b->shape.dims[i].size >= 0 ? b->shape.dims[i].size : sym_size;
-          return 2 * in * macs;
+            macs = sat_mul (macs, b->shape.dims[i].size >= 0 ? b->shape.dims[i].size : sym_size);
+          return sat_mul (sat_mul (2, in), macs);
         }
       return 2 * out;
     default:
@@ -110,20 +127,21 @@ pl_graph_stats (const PlGraph *g, int64_t sym_size, PlGraphStats *stats)
       if (node->op == PL_OP_Reshape || node->op == PL_OP_Flatten)
         for (int i = 0; i < node->n_outputs; i++)
           if (node->outputs[i])
-            stats->reshape_bytes += value_elems (node->outputs[i], sym_size, &assumed) *
-                                    (int64_t) pl_dtype_size (node->outputs[i]->dtype);
+            stats->reshape_bytes = sat_add (stats->reshape_bytes,
+                                            value_elems (node->outputs[i], sym_size, &assumed) *
+                                            (int64_t) pl_dtype_size (node->outputs[i]->dtype));
       if (pl_node_is_metadata_only (node))
         continue;
       stats->kernels++;
-      stats->flops += pl_node_flops (node, sym_size, &assumed);
+      stats->flops = sat_add (stats->flops, pl_node_flops (node, sym_size, &assumed));
       for (int i = 0; i < node->n_inputs; i++)
         if (node->inputs[i])
-          stats->bytes_moved += value_elems (node->inputs[i], sym_size, &assumed) *
-                                (int64_t) pl_dtype_size (node->inputs[i]->dtype);
+          stats->bytes_moved = sat_add (stats->bytes_moved, value_elems (node->inputs[i], sym_size, &assumed) *
+                                                              (int64_t) pl_dtype_size (node->inputs[i]->dtype));
       for (int i = 0; i < node->n_outputs; i++)
         if (node->outputs[i])
-          stats->bytes_moved += value_elems (node->outputs[i], sym_size, &assumed) *
-                                (int64_t) pl_dtype_size (node->outputs[i]->dtype);
+          stats->bytes_moved = sat_add (stats->bytes_moved, value_elems (node->outputs[i], sym_size, &assumed) *
+                                                              (int64_t) pl_dtype_size (node->outputs[i]->dtype));
     }
 
   g_autoptr (PlMemoryProfile) mem = pl_memory_profile (g, sym_size, NULL);

@@ -424,11 +424,12 @@ attr_type (const Onnx__AttributeProto *a)
   return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
 }
 
-/* Attribute strings are bytes; ours are UTF-8 C strings. */
+/* Attribute strings are bytes; ours are UTF-8 C strings. An empty value
+ * has no data (exporters omit the field), and g_strndup (NULL) is NULL. */
 static char *
 attr_string (ProtobufCBinaryData b)
 {
-  g_autofree char *s = g_strndup ((const char *) b.data, b.len);
+  g_autofree char *s = g_strndup (b.len > 0 ? (const char *) b.data : "", b.len);
   return g_utf8_make_valid (s, -1);
 }
 

@@ -168,7 +168,8 @@ intern_expr (PlIdxArena *a, int64_t constant, PlIdxTerm *terms, int n)
 const PlIdx *
 pl_idx_const (PlIdxArena *a, int64_t c)
 {
-  return intern_expr (a, c, NULL, 0);
+  PlIdxTerm none = { 0 };   /* never NULL: the copies and the sort of no terms still take an array */
+  return intern_expr (a, c, &none, 0);
 }
 
 static const PlIdx *

@@ -614,7 +614,7 @@ collect_values (Ctx *c, Region *r)
       if (in->ok && (in->max_phase > in->min_phase || in->reread))
         add_val (r, in->v, L_SHARED, in->first, in->last, -1, footprint (c, group_at (r, in->group), in->v));
     }
-  qsort (r->vals->data, r->vals->len, sizeof (Val), cmp_val);
+  g_array_sort (r->vals, cmp_val);
   for (guint a = 0; a < r->vals->len; a++)
     g_array_index (r->vals, Val, a).offset = -1;
 }

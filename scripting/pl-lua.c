@@ -82,6 +82,17 @@ count_hook (lua_State *L, lua_Debug *ar)
   lua_error (L);
 }
 
+/* The monotonic time timeout_s from now, 0 for no limit. A limit of more
+ * than a billion seconds (inf, 1e300) is none: converting it to
+ * microseconds would overflow gint64, and the cast is undefined. */
+static gint64
+deadline_after (double timeout_s)
+{
+  if (!(timeout_s > 0) || timeout_s > 1e9)
+    return 0;
+  return g_get_monotonic_time () + (gint64) (timeout_s * G_USEC_PER_SEC);
+}
+
 void
 pl_lua_cancel (PlLua *pl)
 {
@@ -167,8 +178,7 @@ pl_lua_pcall (PlLua *pl, lua_CFunction func, void *ud, const char *source, GErro
       g_atomic_int_set (&pl->cancel, 0);
       pl->interrupt = -1;
       lua_sethook (L, count_hook, LUA_MASKCOUNT, HOOK_COUNT);
-      pl->deadline = pl->options.timeout_s > 0
-                     ? g_get_monotonic_time () + (gint64) (pl->options.timeout_s * G_USEC_PER_SEC) : 0;
+      pl->deadline = deadline_after (pl->options.timeout_s);
     }
   char *saved_source = pl->top_source;
   if (source)

@@ -102,6 +102,14 @@ run info "$TMP/sym.graph"
 check "info: --sym-size defaults to 1" eval 'status_is 0 && out_has "peak memory: 32 bytes" && out_has "taken as 1"'
 run info --sym-size -3 "$TMP/sym.graph"
 check "info: negative --sym-size" fails_cleanly
+run run "$TMP/sym.graph" --passes simplify --sym-size 0
+check "run: --sym-size 0 is refused" eval 'fails_cleanly && err_has "--sym-size"'
+run timing "$TMP/sym.graph" --sym-size -3
+check "timing: negative --sym-size is refused" eval 'fails_cleanly && err_has "--sym-size"'
+run run "$TMP/sym.graph" --passes simplify --check --tolerance nan
+check "run: --tolerance nan is refused" eval 'fails_cleanly && err_has "--tolerance"'
+run timing "$TMP/sym.graph" --sym-size 9223372036854775807
+check "timing: the largest --sym-size counts, saturating" status_is 0
 run exec --sym-size 3 "$TMP/sym.graph"
 check "exec: random inputs take --sym-size" eval 'status_is 0 && out_has "y: f32[3, 4]"'
 
@@ -277,6 +285,13 @@ check "lua runs a custom-pass sample" status_is 0
 printf 'while true do end\n' > "$TMP/forever.lua"
 run lua --timeout 0.2 "$TMP/forever.lua"
 check "lua --timeout stops an endless loop" eval 'status_is 1 && err_has "time limit"'
+printf 'print (6 * 7)\n' > "$TMP/quick.lua"
+run lua --timeout 1e300 "$TMP/quick.lua"
+check "lua --timeout 1e300 is no limit, not one already passed" eval 'status_is 0 && out_has 42'
+run lua --timeout nan "$TMP/quick.lua"
+check "lua --timeout nan is refused" eval 'fails_cleanly && err_has "--timeout"'
+run lua --memory-limit 99999999999999 "$TMP/quick.lua"
+check "lua --memory-limit past 2^40 MB is refused" eval 'fails_cleanly && err_has "--memory-limit"'
 run fuzz --graphs 20 --seed 7 --out "$TMP" --quiet
 check "fuzz 20 graphs through every pass" eval 'status_is 0 && out_has "20 passed, 0 failed"'
 
@@ -307,6 +322,14 @@ run exec "$RT" --backend cpu --passes grad,swap --param swap.budget=50% --param 
 check "exec --dry-run: the same memory plan as the run, nothing compiled" eval 'status_is 0 && out_has "memory plan: arena " && out_has "($arena), device peak" && out_has "budget 3212822 bytes (3.1 MiB): fits"'
 run exec "$RT" --backend cpu --cache-dir "$TMP/kc" --passes grad --device-budget 3212822
 check "exec: the unswapped step is refused under that budget" eval 'status_is 1 && err_has "run the swap pass with --param swap.budget=3212822 --param swap.workspace=$ws"'
+for bad in nan inf 1e400 9e18TiB 0 -3MiB 3XB; do
+  run exec "$RT" --backend cpu --passes grad --device-budget "$bad" --dry-run
+  check "exec --device-budget $bad is refused" eval 'fails_cleanly && err_has "device-budget"'
+done
+run exec "$RT" --backend cpu --passes grad --device-budget 1TiB --dry-run
+check "exec --device-budget takes TiB" eval 'status_is 0 && out_has "budget 1099511627776 bytes"'
+run exec "$RT" --backend cpu --threads 100000
+check "exec --threads beyond 1024 is refused" eval 'fails_cleanly && err_has "--threads takes 0"'
 run exec "$RT" --backend cpu --passes grad --device-budget 3212822 --dry-run
 check "exec --dry-run: refused alike" eval 'status_is 1 && err_has "run the swap pass"'
 # In-place sharing: residual = Add(bn2, x) writes over bn2, which it reads
@@ -334,6 +357,8 @@ run exec "$SRC/data/graphs/resnet_block.graph" --backend cpu --cache-dir "$TMP/k
 check "exec --predicted: the cost model per layer against the run" eval 'status_is 0 && out_has "predicted ms" && out_has "2 layers: predicted" && out_has " direct "'
 run bench "$RS" --variants layout --param "layout.cost=nonsense"
 check "bench: a bad pass parameter fails cleanly" eval 'status_is 1 && err_has "cost"'
+run bench "$LN" --backend cpu --threads 100000 --repeat 1 --cache-dir "$TMP/kc"
+check "bench: absurd --threads is refused, not a crash in OpenMP" eval 'fails_cleanly && err_has "--threads"'
 run exec "$LN" --backend cuda --show-source fusion_0 --passes simplify,decompose,stitch
 check "CUDA source is viewable without a GPU" eval 'status_is 0 && out_has "__global__"'
 if ! ls /dev/nvidia0 >/dev/null 2>&1; then

@@ -6,6 +6,7 @@
 #include "dot-export.h"
 #include "fusion.h"
 #include "graph-diff.h"
+#include "text-format.h"
 
 #include <string.h>
 
@@ -378,6 +379,41 @@ test_layouts_surfaces (void)
 }
 
 /* Fusing keeps the layouts inside the body; inlining puts them back. */
+/* Huge symbolic sizes (--sym-size) give the largest count, not a wrapped
+ * one: FLOPs of a MatMul and a Conv stop at G_MAXINT64. */
+static void
+test_stats_saturate (void)
+{
+  const char *text = "graph sym opset 17 {\n"
+                     "  input a: f32[N, M]\n"
+                     "  input b: f32[M, K]\n"
+                     "  input x: f32[N, C, H, W]\n"
+                     "  input w: f32[C, C, 3, 3]\n"
+                     "  c = MatMul(a, b)\n"
+                     "  y = Conv(x, w) {kernel_shape=[3, 3], pads=[1, 1, 1, 1]}\n"
+                     "  output c\n"
+                     "  output y\n"
+                     "}\n";
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlGraph) g = pl_text_parse (text, -1, "sym.graph", &error);
+  g_assert_no_error (error);
+  const int64_t sizes[] = { 1 << 22, (int64_t) 1 << 40, G_MAXINT64 };
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    {
+      bool assumed = false;
+      g_assert_cmpint (pl_node_flops (pl_graph_find_node (g, "c"), sizes[i], &assumed), ==, G_MAXINT64);
+      g_assert_cmpint (pl_node_flops (pl_graph_find_node (g, "y"), sizes[i], &assumed), ==, G_MAXINT64);
+      g_assert_true (assumed);
+      PlGraphStats st;
+      pl_graph_stats (g, sizes[i], &st);
+      g_assert_cmpint (st.flops, ==, G_MAXINT64);
+      g_assert_cmpint (st.bytes_moved, >, 0);
+    }
+  /* Small sizes still count exactly: 2 * (N*K) * M = 2 * 4 * 2. */
+  bool assumed = false;
+  g_assert_cmpint (pl_node_flops (pl_graph_find_node (g, "c"), 2, &assumed), ==, 16);
+}
+
 static void
 test_layouts_fusion (void)
 {
@@ -425,5 +461,6 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/Graph/layouts-interp", test_layouts_interp);
   g_test_add_func ("/Passlab/Graph/layouts-surfaces", test_layouts_surfaces);
   g_test_add_func ("/Passlab/Graph/layouts-fusion", test_layouts_fusion);
+  g_test_add_func ("/Passlab/Graph/stats-saturate", test_stats_saturate);
   return g_test_run ();
 }

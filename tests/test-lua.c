@@ -6,6 +6,7 @@
  * histories to C, pipeline scripts, and every sample in data/pipelines/. */
 #define G_LOG_DOMAIN "passlab"
 
+#include <math.h>
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -167,6 +168,16 @@ test_timeout (void)
   g_assert_no_error (e2);
   g_assert_cmpstr (out->str, ==, "2\n");
   pl_lua_free (L);
+
+  /* A limit past gint64 microseconds is no limit, not one already passed. */
+  const double huge[] = { 1e300, INFINITY, NAN };
+  for (guint i = 0; i < G_N_ELEMENTS (huge); i++)
+    {
+      g_string_truncate (out, 0);
+      g_autoptr (GError) e3 = run_code ("local n = 0\nfor i = 1, 100000 do n = n + i end\nprint (n)\n", 0, huge[i], out);
+      g_assert_no_error (e3);
+      g_assert_cmpstr (out->str, ==, "5000050000\n");
+    }
 }
 
 static gpointer

@@ -217,6 +217,28 @@ test_attributes (void)
   g_assert_cmpint (a->shape.rank, ==, PL_RANK_UNKNOWN);
 }
 
+/* A STRING attribute with an empty value: exporters leave out the empty
+ * bytes field, so only its type says STRING. It reads as "". */
+static void
+test_empty_string_attribute (void)
+{
+  g_autoptr (GBytes) bytes = read_bytes ("attrs.onnx");
+  gsize len;
+  const guint8 *orig = g_bytes_get_data (bytes, &len);
+  g_autofree guint8 *data = g_memdup2 (orig, len);
+  /* Foo's attribute f: name "f", float 0.5, type FLOAT (1); made type STRING (3). */
+  static const guint8 f_attr[] = { 0x0a, 0x01, 'f', 0x15, 0x00, 0x00, 0x00, 0x3f, 0xa0, 0x01, 0x01 };
+  guint8 *at = memmem (data, len, f_attr, sizeof f_attr);
+  g_assert_nonnull (at);
+  at[sizeof f_attr - 1] = 3;
+  g_autoptr (GError) error = NULL;
+  g_test_expect_message (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE, "*unknown ops*");
+  g_autoptr (PlGraph) g = pl_onnx_load_from_data (data, len, "empty-string", &error);
+  g_test_assert_expected_messages ();
+  g_assert_no_error (error);
+  g_assert_cmpstr (pl_node_attr_string (pl_graph_find_node (g, "foo"), "f", NULL), ==, "");
+}
+
 static void
 test_optional_io (void)
 {
@@ -844,6 +866,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/Onnx/load-mlp", test_load_mlp);
   g_test_add_func ("/Passlab/Onnx/initializers", test_initializers);
   g_test_add_func ("/Passlab/Onnx/attributes", test_attributes);
+  g_test_add_func ("/Passlab/Onnx/empty-string-attribute", test_empty_string_attribute);
   g_test_add_func ("/Passlab/Onnx/optional-io", test_optional_io);
   g_test_add_func ("/Passlab/Onnx/opset-warning", test_opset_warning);
   g_test_add_func ("/Passlab/Onnx/legacy-inputs", test_legacy_inputs);

@@ -726,6 +726,23 @@ band_offset (const BandGraph *bg, const LayoutPlan *p, PlGraphLayout *l, bool lr
     *cross_centre = extent_cross / 2;
 }
 
+/* Each cluster's key, title and parent: once, not per band (every band
+ * walks every sketch node, and would copy them again). */
+static void
+name_clusters (PlGraphLayout *l, const LayoutPlan *p)
+{
+  for (guint i = 0; i < p->s->nodes->len; i++)
+    {
+      const PlSketchNode *sn = &g_array_index (p->s->nodes, PlSketchNode, i);
+      if (p->cluster[i] < 0)
+        continue;
+      PlLayoutCluster *c = &l->clusters[p->cluster[i]];
+      c->key = g_strdup (sn->key);
+      c->title = g_strdup (sn->title);
+      c->parent = sn->parent >= 0 ? p->cluster[sn->parent] : -1;
+    }
+}
+
 static void
 copy_band (PlGraphLayout *l, const LayoutPlan *p, const BandGraph *bg, const Place *f, bool lr)
 {
@@ -734,13 +751,6 @@ copy_band (PlGraphLayout *l, const LayoutPlan *p, const BandGraph *bg, const Pla
     {
       const PlSketchNode *sn = &g_array_index (p->s->nodes, PlSketchNode, i);
       int v = p->box[i];
-      if (p->cluster[i] >= 0)
-        {
-          PlLayoutCluster *c = &l->clusters[p->cluster[i]];
-          c->key = g_strdup (sn->key);
-          c->title = g_strdup (sn->title);
-          c->parent = sn->parent >= 0 ? p->cluster[sn->parent] : -1;
-        }
       if (v < 0 || bg->node[v] == NULL)
         continue;
       PlLayoutNode *ln = &l->nodes[v];
@@ -934,6 +944,7 @@ pl_graph_layout_compute_sketch (PlGraphSketch *s, const PlLayoutOptions *options
   l->nodes = g_new0 (PlLayoutNode, MAX (l->n_nodes, 1));
   l->edges = g_new0 (PlLayoutEdge, MAX (l->n_edges, 1));
   l->clusters = g_new0 (PlLayoutCluster, MAX (l->n_clusters, 1));
+  name_clusters (l, &p);
 
   bool ok = l->n_nodes == 0 || layout_bands (l, &p, options, cancellable, error);
   plan_clear (&p);
