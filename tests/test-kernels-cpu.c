@@ -28,20 +28,6 @@
 
 static char *cache_dir;
 
-static PlGraph *
-fused (const PlGraph *g, const char *spec)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlPipeline) p = pl_pipeline_parse (spec, &error);
-  g_assert_no_error (error);
-  PlRunOptions o;
-  pl_run_options_init (&o);
-  g_autoptr (PlHistory) h = pl_pipeline_run (g, p, &o, &error);
-  g_assert_no_error (error);
-  PlStep *last = pl_history_step (h, pl_history_n_steps (h) - 1);
-  return pl_graph_copy (last->graph);
-}
-
 static PlExecutable *
 compile (const PlGraph *g)
 {
@@ -108,7 +94,7 @@ test_samples (gconstpointer data)
   g_assert_cmpint (r->n_kernels, >, 0);
   g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
 
-  g_autoptr (PlGraph) f = fused (g, PIPELINE);
+  g_autoptr (PlGraph) f = pl_test_passes (g, PIPELINE);
   g_autoptr (PlRunReport) rf = check_graph (f, 3, 1e-4, 1e-5);
   /* fusion reduces the launches, and nothing falls back or splits */
   g_assert_cmpint (rf->n_kernels, <, r->n_kernels);
@@ -131,7 +117,7 @@ test_random (void)
       o.n_nodes = 16;
       g_autoptr (PlGraph) g = pl_random_graph (&o);
       g_autoptr (PlRunReport) r = check_graph (g, seed, 1e-3, 1e-4);
-      g_autoptr (PlGraph) f = fused (g, PIPELINE);
+      g_autoptr (PlGraph) f = pl_test_passes (g, PIPELINE);
       g_autoptr (PlRunReport) rf = check_graph (f, seed, 1e-3, 1e-4);
     }
 }
@@ -148,7 +134,7 @@ test_index_functions (void)
     "  const shape: i64[2] = [32, 16]\n"
     "  bt: f32[8, 16] = Transpose(b) {perm=[1, 0]}\n"
     "  s = Add(a, bt)\n  m = Mul(s, c)\n  r: f32[32, 16] = Reshape(m, shape)\n  y = Relu(r)\n  output y\n}\n");
-  g_autoptr (PlGraph) f = fused (g, "fuse-loops");
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-loops");
   g_assert_cmpuint (f->nodes->len, ==, 1);
   g_autoptr (PlRunReport) r = check_graph (f, 5, 1e-6, 1e-6);
   g_assert_cmpint (r->n_kernels, ==, 1);
@@ -293,7 +279,7 @@ test_long_rows (void)
     "  sm = Softmax(x) {axis=-1}\n  all = ReduceSum(x) {keepdims=0}\n  am = ArgMax(x) {axis=1}\n"
     "  output sm, all, am\n}\n");
   g_autoptr (PlRunReport) r = check_graph (g, 18, 1e-4, 1e-6);
-  g_autoptr (PlGraph) f = fused (g, "fuse-loops");
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-loops");
   g_autoptr (PlRunReport) rf = check_graph (f, 18, 1e-4, 1e-6);
   PlNode *sm = pl_graph_find_node (g, "sm");
   PlExecutable *e = compile (g);
@@ -317,7 +303,7 @@ test_elementwise_dtypes (void)
     "  output c, w, sum, nb, th, er, sg, ge, hs, lr, sp, ab, ng, mx, mn, p, sq, lg\n}\n");
   g_autoptr (PlRunReport) r = check_graph (g, 12, 1e-4, 1e-5);
   g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
-  g_autoptr (PlGraph) f = fused (g, "fuse-loops");
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-loops");
   g_autoptr (PlRunReport) rf = check_graph (f, 12, 1e-4, 1e-5);
   g_assert_cmpint (rf->n_kernels, <, r->n_kernels);
 }
@@ -337,7 +323,7 @@ test_gemm (void)
     "  const vv: f32[6] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]\n  mv = MatMul(vv, c)\n"
     "  output m, g1, y, mv\n}\n");
   g_autoptr (PlRunReport) r = check_graph (g, 13, 1e-4, 1e-5);
-  g_autoptr (PlGraph) f = fused (g, "fuse-library");
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-library");
   bool found = false;
   for (guint i = 0; i < f->nodes->len; i++)
     found |= ((PlNode *) f->nodes->pdata[i])->body != NULL;
@@ -365,7 +351,7 @@ test_conv (void)
     "  z = Conv(x, w1)\n"
     "  output r, z\n}\n");
   g_autoptr (PlRunReport) r = check_graph (g, 14, 1e-4, 1e-5);
-  g_autoptr (PlGraph) f = fused (g, "fuse-library");
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-library");
   g_autoptr (PlRunReport) rf = check_graph (f, 14, 1e-4, 1e-5);
   g_assert_cmpint (rf->n_kernels, ==, 2);
 }

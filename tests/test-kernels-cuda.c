@@ -20,19 +20,6 @@
 static bool have_nvrtc;
 static bool have_gpu;
 
-static PlGraph *
-fused (const PlGraph *g, const char *spec)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlPipeline) p = pl_pipeline_parse (spec, &error);
-  g_assert_no_error (error);
-  PlRunOptions o;
-  pl_run_options_init (&o);
-  g_autoptr (PlHistory) h = pl_pipeline_run (g, p, &o, &error);
-  g_assert_no_error (error);
-  return pl_graph_copy (pl_history_step (h, pl_history_n_steps (h) - 1)->graph);
-}
-
 /* NVRTC-compiles g's kernels; returns the CUDA source. */
 static char *
 compile_check (const PlGraph *g, int min_kernels)
@@ -86,17 +73,17 @@ test_samples (gconstpointer data)
   g_autoptr (PlGraph) g = pl_test_load_sample (data);
   g_autofree char *a = compile_check (g, 1);
   run_on_gpu (g);
-  g_autoptr (PlGraph) f = fused (g, "simplify,decompose,reshape-sink,fuse-library,fuse-loops");
+  g_autoptr (PlGraph) f = pl_test_passes (g, "simplify,decompose,reshape-sink,fuse-library,fuse-loops");
   g_autofree char *b = compile_check (f, 1);
   run_on_gpu (f);
   if (pl_pass_find ("stitch"))
     {
-      g_autoptr (PlGraph) s = fused (g, "simplify,decompose,reshape-sink,fuse-library,stitch");
+      g_autoptr (PlGraph) s = pl_test_passes (g, "simplify,decompose,reshape-sink,fuse-library,stitch");
       g_autofree char *c = compile_check (s, 1);
       run_on_gpu (s);
       /* reshapes left in: one kernel over a group norm's group rows, its
        * loop split where gamma's channel is read (kernel-plan-loop.c) */
-      g_autoptr (PlGraph) t = fused (g, "simplify,decompose,fuse-library,stitch");
+      g_autoptr (PlGraph) t = pl_test_passes (g, "simplify,decompose,fuse-library,stitch");
       g_autofree char *d = compile_check (t, 1);
       run_on_gpu (t);
     }
@@ -201,7 +188,7 @@ test_dtypes_and_reductions (void)
     "  output a, b, p, m, l, h, t, e, all\n}\n");
   g_autofree char *src = compile_check (g, 9);
   run_on_gpu (g);
-  g_autoptr (PlGraph) f = fused (g, "fuse-loops");
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-loops");
   g_autofree char *src2 = compile_check (f, 1);
   run_on_gpu (f);
 }
@@ -222,7 +209,7 @@ test_library (void)
     "  const bias: f32[3] = [0.5, -0.5, 1.0]\n"
     "  y = Conv(x, w, cb) {group=2, strides=[2, 1], pads=[1, 1, 1, 1]}\n  r = Relu(y)\n"
     "  m = MatMul(a, b)\n  mb = Add(m, bias)\n  t = Tanh(mb)\n  output r, t\n}\n");
-  g_autoptr (PlGraph) f = fused (g, "fuse-library");
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-library");
   g_autofree char *src = compile_check (f, 3);
   g_assert_nonnull (strstr (src, "_conv ("));
   run_on_gpu (f);

@@ -51,19 +51,6 @@ set_layouts (PlGraph *g, PlLayout layout, const char *const *names)
   g_assert_no_error (error);
 }
 
-static PlGraph *
-fused (const PlGraph *g, const char *spec)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlPipeline) p = pl_pipeline_parse (spec, &error);
-  g_assert_no_error (error);
-  PlRunOptions o;
-  pl_run_options_init (&o);
-  g_autoptr (PlHistory) h = pl_pipeline_run (g, p, &o, &error);
-  g_assert_no_error (error);
-  return pl_graph_copy (pl_history_step (h, pl_history_n_steps (h) - 1)->graph);
-}
-
 static void
 assert_all_close (const PlGraph *g, PlTensor **got, PlTensor **want, double rtol, double atol)
 {
@@ -274,7 +261,7 @@ test_conv (gconstpointer data)
           g_assert_cmpint (count_ops (r, "LayoutTransform"), ==, L == PL_LAYOUT_NCHW ? 0 : 2 * n);
         }
       /* the conv's epilogue (bias, Relu) fused: it reads the raw result in the conv's layout */
-      g_autoptr (PlGraph) f = fused (g, "fuse-library");
+      g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-library");
       g_autoptr (PlRunReport) rf = check_graph (f, 1e-4, 1e-4);
       assert_convs (rf, n, L, impl);
       g_assert_cmpint (rf->n_kernels, ==, L == PL_LAYOUT_NCHW ? n : 3 * n);
@@ -299,7 +286,7 @@ test_conv_mixed (void)
       br[n++] = (ConvBranch) { cases[i], pairs[p][0], pairs[p][1], i == 1 };
   g_autoptr (PlGraph) g = conv_graph (br, n, "gemm");
   g_autoptr (PlRunReport) r = check_graph (g, 1e-4, 1e-4);
-  g_autoptr (PlGraph) f = fused (g, "fuse-library");
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-library");
   g_autoptr (PlRunReport) rf = check_graph (f, 1e-4, 1e-4);
 }
 
@@ -367,7 +354,7 @@ test_resnet_block (void)
       g_assert_cmpint (count_ops (r, "LayoutTransform"), ==, 2);
       for (int i = 0; i < r->n_kernels; i++)
         g_assert_false (r->kernels[i].fallback);
-      g_autoptr (PlGraph) f = fused (g, "simplify,decompose,reshape-sink,fuse-library,fuse-loops");
+      g_autoptr (PlGraph) f = pl_test_passes (g, "simplify,decompose,reshape-sink,fuse-library,fuse-loops");
       g_autoptr (PlRunReport) rf = check_graph (f, 1e-3, 1e-3);
       g_assert_cmpint (rf->n_kernels, <, r->n_kernels);
       for (int i = 0; i < rf->n_kernels; i++)
@@ -577,7 +564,7 @@ test_views (void)
       g_assert_nonnull (flat);
       g_assert_cmpint (flat->n_launches, ==, 1);   /* a copy, not a view */
       g_assert_false (flat->fallback);
-      g_autoptr (PlGraph) f = fused (g, "simplify,reshape-sink,fuse-library,fuse-loops");
+      g_autoptr (PlGraph) f = pl_test_passes (g, "simplify,reshape-sink,fuse-library,fuse-loops");
       g_autoptr (PlRunReport) rf = check_graph (f, 1e-4, 1e-5);
     }
 }
@@ -604,7 +591,7 @@ test_gemm_operands (void)
       g_assert_nonnull (mm);
       g_assert_cmpint (mm->n_launches, ==, 2);   /* transpose + GEMM */
       g_assert_false (mm->fallback);
-      g_autoptr (PlGraph) f = fused (g, "fuse-library");
+      g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-library");
       g_autoptr (PlRunReport) rf = check_graph (f, 1e-4, 1e-5);
       /* q and z as one kernel: z's epilogue reads r in its layout while the GEMM reads it transposed */
       PlNode *qz[2] = { pl_graph_find_value (g, "q")->producer, pl_graph_find_value (g, "z")->producer };

@@ -191,6 +191,19 @@ pl_test_parse (const char *text)
 }
 
 PlGraph *
+pl_test_passes (const PlGraph *g, const char *spec)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlPipeline) p = pl_pipeline_parse (spec, &error);
+  g_assert_no_error (error);
+  PlRunOptions o;
+  pl_run_options_init (&o);
+  g_autoptr (PlHistory) h = pl_pipeline_run (g, p, &o, &error);
+  g_assert_no_error (error);
+  return pl_graph_copy (pl_history_step (h, pl_history_n_steps (h) - 1)->graph);
+}
+
+PlGraph *
 pl_test_load_sample (const char *name)
 {
   g_autofree char *rel = g_strdup_printf ("data/graphs/%s", name);

@@ -45,3 +45,5 @@ char      *pl_test_source_path   (const char *relative);
 /* The graph of a text (asserts it parses) and of a bundled sample, data/graphs/NAME. */
 PlGraph   *pl_test_parse         (const char *text);
 PlGraph   *pl_test_load_sample   (const char *name);
+/* A copy of g after the pipeline spec (asserts it runs). */
+PlGraph   *pl_test_passes        (const PlGraph *g, const char *spec);
