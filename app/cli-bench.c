@@ -16,6 +16,7 @@
 #include "interp.h"
 #include "pass.h"
 #include "schedule.h"
+#include "text-format.h"
 
 typedef struct {
   const char *name;
@@ -49,7 +50,8 @@ typedef struct {
   double      error;
   PlGraph    *graph;      /* the variant's graph: the executable refers to it */
   PlExecutable *exe;
-  GArray     *round_ms;   /* double: the median of each round */
+  GArray     *round_ms;   /* double: the median of each round, in round order */
+  int         same_as;    /* index of an earlier variant whose graph is identical, or -1 */
 } Result;
 
 static const Variant *
@@ -158,15 +160,81 @@ time_variant (const PlGraph *g, Result *r, int repeat, PlTensor **inputs, GError
   return true;
 }
 
+/* Two-sided sign test: the chance of a split at least as uneven as `wins`
+ * of `n` if neither variant were faster (ties count as half a round each
+ * way, so they are left out of n by the caller). */
+static double
+sign_test (int wins, int n)
+{
+  if (n == 0)
+    return 1;
+  int k = MAX (wins, n - wins);
+  double tail = 0, c = 1;   /* c = C(n, i) / 2^n, built up in doubles */
+  for (int i = 0; i < n; i++)
+    c *= 0.5;
+  for (int i = 0; i <= n; i++)
+    {
+      if (i >= k)
+        tail += c;
+      c = c * (n - i) / (i + 1);
+    }
+  return MIN (1.0, 2 * tail);
+}
+
+static int
+find_result (const Result *res, int n, const char *name)
+{
+  for (int i = 0; i < n; i++)
+    if (res[i].ran && strcmp (res[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
+/* Round by round, the variant `ref` against every other: in how many rounds
+ * it was faster, the ratios other/ref (median and range) and the sign
+ * test. A median of medians hides whether a 1% lead is a lead at all; the
+ * rounds are paired (the same load hits both), so this says. */
+static void
+print_paired (const Result *res, int n, int ref)
+{
+  const Result *a = &res[ref];
+  guint rounds = a->round_ms->len;
+  printf ("paired rounds, %s against each variant (ratio = variant's time / %s's; > 1: %s faster):\n", a->name,
+          a->name, a->name);
+  for (int i = 0; i < n; i++)
+    {
+      const Result *b = &res[i];
+      if (i == ref || !b->ran || b->round_ms->len != rounds)
+        continue;
+      g_autofree double *ratio = g_new (double, rounds);
+      int wins = 0, decided = 0;
+      for (guint k = 0; k < rounds; k++)
+        {
+          double ta = g_array_index (a->round_ms, double, k), tb = g_array_index (b->round_ms, double, k);
+          ratio[k] = ta > 0 ? tb / ta : 0;
+          if (ta != tb)
+            {
+              decided++;
+              wins += ta < tb;
+            }
+        }
+      qsort (ratio, rounds, sizeof *ratio, cmp_double);
+      double med = rounds % 2 ? ratio[rounds / 2] : 0.5 * (ratio[rounds / 2 - 1] + ratio[rounds / 2]);
+      printf ("  vs %-8s %s faster in %d of %u rounds, ratio median %.3f (%.3f .. %.3f), sign test p = %.2g%s\n",
+              b->name, a->name, wins, rounds, med, ratio[0], ratio[rounds - 1], sign_test (wins, decided),
+              a->same_as == i || b->same_as == ref ? " (the same graph)" : "");
+    }
+}
+
 /* The variant's time: the median of its rounds' medians. */
 static void
 finish_variant (Result *r)
 {
   if (!r->round_ms)
     return;
-  g_array_sort (r->round_ms, cmp_double);
   guint k = r->round_ms->len;
-  double *m = (double *) r->round_ms->data;
+  g_autofree double *m = g_memdup2 (r->round_ms->data, k * sizeof (double));
+  qsort (m, k, sizeof *m, cmp_double);
   r->ms = k % 2 ? m[k / 2] : 0.5 * (m[k / 2 - 1] + m[k / 2]);
 }
 
@@ -195,9 +263,18 @@ report_json (const char *file, PlBackend backend, int64_t gbytes, const Result *
       g_ascii_formatd (gb, sizeof gb, "%.6g", r->ms > 0 ? (double) gbytes / (r->ms * 1e6) : 0);
       g_ascii_formatd (sp, sizeof sp, "%.4g", r->ms > 0 ? base / r->ms : 0);
       g_ascii_formatd (er, sizeof er, "%.3g", isfinite (r->error) ? r->error : -1);
+      if (r->same_as >= 0)
+        g_string_append_printf (s, ", \"same_graph_as\": \"%s\"", res[r->same_as].name);
       g_string_append_printf (s, ", \"kernels\": %d, \"launches\": %d, \"ms\": %s, \"gbps\": %s, \"speedup\": %s, "
                               "\"moved_bytes\": %" G_GINT64_FORMAT ", \"peak_bytes\": %" G_GINT64_FORMAT
-                              ", \"max_error\": %s}", r->kernels, r->launches, ms, gb, sp, r->moved, r->peak, er);
+                              ", \"max_error\": %s, \"round_ms\": [", r->kernels, r->launches, ms, gb, sp, r->moved, r->peak, er);
+      for (guint k = 0; k < r->round_ms->len; k++)
+        {
+          char t[G_ASCII_DTOSTR_BUF_SIZE];
+          g_ascii_formatd (t, sizeof t, "%.6g", g_array_index (r->round_ms, double, k));
+          g_string_append_printf (s, "%s%s", k ? ", " : "", t);
+        }
+      g_string_append (s, "]}");
     }
   g_string_append (s, "]}\n");
   return g_string_free (s, FALSE);
@@ -206,7 +283,7 @@ report_json (const char *file, PlBackend backend, int64_t gbytes, const Result *
 int
 pl_cli_bench (int argc, char **argv)
 {
-  g_autofree char *backend_name = NULL, *variant_list = NULL, *report_path = NULL, *cache_dir = NULL;
+  g_autofree char *backend_name = NULL, *variant_list = NULL, *report_path = NULL, *cache_dir = NULL, *paired = NULL;
   g_auto (GStrv) params = NULL;
   int repeat = 10, threads = 0, rounds = 1;
   gint64 seed = 1, sym_size = 1;
@@ -219,6 +296,8 @@ pl_cli_bench (int argc, char **argv)
     { "repeat", 'n', 0, G_OPTION_ARG_INT, &repeat, "Timed runs per variant and round after one warm-up (default 10)", "N" },
     { "rounds", 0, 0, G_OPTION_ARG_INT, &rounds,
       "Rounds over all variants, interleaved so load drifts hit each alike; the time is the median of the rounds' medians (default 1)", "R" },
+    { "paired", 0, 0, G_OPTION_ARG_STRING, &paired,
+      "With --rounds >= 2: compare this variant with every other round by round (default: layout, when it runs)", "VARIANT" },
     { "param", 'p', 0, G_OPTION_ARG_STRING_ARRAY, &params, "pass.key=value for the variants that run that pass (repeatable)", "P" },
     { "threads", 't', 0, G_OPTION_ARG_INT, &threads, "cpu: OpenMP threads (default: all cores)", "N" },
     { "random-inputs", 'r', 0, G_OPTION_ARG_INT64, &seed, "Seed of the random inputs (default 1)", "SEED" },
@@ -297,19 +376,42 @@ pl_cli_bench (int argc, char **argv)
       if (!prepare_variant (g, v, params, &copt, repeat, inputs, want, &res[i], &error))
         status = pl_cli_fail ("variant %s: %s", v->name, error->message);
     }
-  for (int k = 1; k < rounds && status == 0; k++)
-    for (int i = 0; i < n && status == 0; i++)
-      if (res[i].ran && !time_variant (g, &res[i], repeat, inputs, &error))
-        status = pl_cli_fail ("variant %s: %s", res[i].name, error->message);
+  /* Identical graphs (the plan may be a single-layout plan) are named so:
+   * their difference in time is the noise of the machine. */
+  g_autofree char **text = g_new0 (char *, n);
   for (int i = 0; i < n; i++)
     {
-      finish_variant (&res[i]);
+      res[i].same_as = -1;
+      if (!res[i].ran)
+        continue;
+      text[i] = pl_text_print (res[i].graph);
+      for (int j = 0; j < i && res[i].same_as < 0; j++)
+        if (text[j] && strcmp (text[i], text[j]) == 0)
+          res[i].same_as = j;
+    }
+  for (int i = 0; i < n; i++)
+    g_free (text[i]);
+  /* Odd rounds run the variants in reverse, so no variant always follows
+   * the same one (whose threads may still spin, whose data may still sit
+   * in the caches). */
+  for (int k = 1; k < rounds && status == 0; k++)
+    for (int j = 0; j < n && status == 0; j++)
+      {
+        int i = k % 2 ? n - 1 - j : j;
+        if (res[i].ran && !time_variant (g, &res[i], repeat, inputs, &error))
+          status = pl_cli_fail ("variant %s: %s", res[i].name, error->message);
+      }
+  for (int i = 0; i < n; i++)
+    finish_variant (&res[i]);
+  int paired_ref = find_result (res, n, paired ? paired : "layout");
+  if (paired && paired_ref < 0 && status == 0)
+    status = pl_cli_fail ("--paired: no variant '%s' ran", paired);
+  for (int i = 0; i < n; i++)
+    {
       if (res[i].exe)
         pl_executable_free (res[i].exe);
       if (res[i].graph)
         pl_graph_free (res[i].graph);
-      if (res[i].round_ms)
-        g_array_unref (res[i].round_ms);
     }
   pl_interp_free_outputs (inputs, (int) g->inputs->len);
   if (want)
@@ -335,9 +437,12 @@ pl_cli_bench (int argc, char **argv)
       g_autofree char *moved = pl_cli_human_bytes (r->moved);
       g_autofree char *peak = pl_cli_human_bytes (r->peak);
       g_autofree char *err = isfinite (r->error) ? g_strdup_printf ("%.2g", r->error) : g_strdup ("-");
-      printf ("%-8s %8d %9d %12.4f %10.2f %8.2fx %12s %12s %10s\n", r->name, r->kernels, r->launches, r->ms,
-              r->ms > 0 ? (double) gbytes / (r->ms * 1e6) : 0, r->ms > 0 ? base / r->ms : 0, moved, peak, err);
+      printf ("%-8s %8d %9d %12.4f %10.2f %8.2fx %12s %12s %10s%s%s\n", r->name, r->kernels, r->launches, r->ms,
+              r->ms > 0 ? (double) gbytes / (r->ms * 1e6) : 0, r->ms > 0 ? base / r->ms : 0, moved, peak, err,
+              r->same_as >= 0 ? "   the same graph as " : "", r->same_as >= 0 ? res[r->same_as].name : "");
     }
+  if (paired_ref >= 0 && rounds >= 2 && status == 0)
+    print_paired (res, n, paired_ref);
   if (report_path && status == 0)
     {
       g_autofree char *json = report_json (argv[1], backend, gbytes, res, n);
@@ -345,6 +450,10 @@ pl_cli_bench (int argc, char **argv)
         status = pl_cli_fail_error (error);
     }
   for (int i = 0; i < n; i++)
-    g_free (res[i].skipped);
+    {
+      g_free (res[i].skipped);
+      if (res[i].round_ms)
+        g_array_unref (res[i].round_ms);
+    }
   return status;
 }

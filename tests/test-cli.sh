@@ -305,6 +305,15 @@ RS="$SRC/data/graphs/resnet_stack.graph"
 run bench "$RS" --backend cpu --variants fused,nhwc,layout --repeat 1 --rounds 2 --cache-dir "$TMP/kc" \
   --param "layout.cost=analytic" --param "layout.table=$SRC/tests/data/layout/resnet_stack-cpu.costs"
 check "bench: layout plans end to end, checked against the reference" eval 'status_is 0 && out_has "2 round" && [ "$(grep -cE "^(fused|nhwc|layout) .*e-0[5-9]" "$TMP/out")" = 3 ]'
+check "bench: rounds paired, the plan against each variant with a sign test" \
+  eval 'out_has "paired rounds, layout against" && [ "$(grep -cE "^  vs (fused|nhwc) +layout faster in [0-2] of 2 rounds, ratio median .* sign test p = " "$TMP/out")" = 2 ]'
+run bench "$RS" --backend cpu --variants nhwc,layout,fused --repeat 1 --rounds 3 --cache-dir "$TMP/kc" --paired fused \
+  --param "layout.force=NHWC" --report "$TMP/bench.json"
+check "bench: an identical plan is named so, --paired picks the reference, rounds in the JSON" \
+  eval 'status_is 0 && grep -qE "^layout .*the same graph as nhwc$" "$TMP/out" && out_has "vs nhwc     fused faster" \
+        && grep -q "\"same_graph_as\": \"nhwc\"" "$TMP/bench.json" && grep -qE "\"round_ms\": \[[0-9.e+-]+, [0-9.e+-]+, [0-9.e+-]+\]" "$TMP/bench.json"'
+run bench "$RS" --backend cpu --variants nhwc --repeat 1 --rounds 2 --cache-dir "$TMP/kc" --paired layout
+check "bench: --paired names a variant that did not run" eval 'fails_cleanly && err_has "--paired"'
 # Swap (seed 004) on a conv training step: at a 50% budget the measured device
 # memory, im2col workspace included, fits the budget the runtime enforces
 # (the pass counts the workspace the runtime reports at each convolution);
