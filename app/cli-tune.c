@@ -75,6 +75,38 @@ print_result (const PlTuneResult *r)
           pct, r->head_pruned_ms <= 1.05 * r->head_full_ms ? "within 5%" : "NOT within 5%", when, np, full_when, nf);
 }
 
+/* With several convs: one line each and the totals, the figures the seed's
+ * claim is judged by (the pruned best within 5% of the full best, in a
+ * fraction of the trials). */
+static void
+print_summary (PlTuneResult **rs, guint n)
+{
+  printf ("summary: %-18s %9s %9s %12s %12s %10s\n", "conv", "space", "pruned", "pruned best", "full best", "head2head");
+  guint within = 0, judged = 0, trials_pruned = 0, trials_full = 0;
+  for (guint i = 0; i < n; i++)
+    {
+      const PlTuneResult *r = rs[i];
+      const guint when = trials_to (r->pruned, r->best_pruned_ms), full_when = trials_to (r->full, r->best_full_ms);
+      trials_pruned += r->pruned->len;
+      trials_full += r->full->len;
+      char h2h[32] = "-";
+      if (r->head_pruned_ms > 0)
+        {
+          judged++;
+          within += r->head_pruned_ms <= 1.05 * r->head_full_ms;
+          g_snprintf (h2h, sizeof h2h, "%.0f%%", 100.0 * r->head_full_ms / r->head_pruned_ms);
+        }
+      char pb[32], fb[32];
+      g_snprintf (pb, sizeof pb, "%u of %u", when, r->pruned->len);
+      g_snprintf (fb, sizeof fb, "%u of %u", full_when, r->full->len);
+      printf ("         %-18s %9d %8.1f%% %12s %12s %10s\n", r->conv, r->full_space,
+              100.0 * r->pruned_space / MAX (r->full_space, 1), pb, fb, h2h);
+    }
+  printf ("  pruned best within 5%% of the full best on %u of %u convs; the pruned searches ran %u trials, "
+          "the full searches %u (%.1f%%)\n", within, judged, trials_pruned, trials_full,
+          100.0 * trials_pruned / MAX (trials_full, 1));
+}
+
 int
 pl_cli_tune (int argc, char **argv)
 {
@@ -134,20 +166,24 @@ pl_cli_tune (int argc, char **argv)
 
   PlTuneOptions o = { .max_trials = trials, .repeat = repeat, .seed = (guint32) seed, .rounds = rounds, .cache_dir = cache_dir };
   GString *out = g_string_new ("[");
+  g_autoptr (GPtrArray) results = g_ptr_array_new_with_free_func ((GDestroyNotify) pl_tune_result_free);
   int status = 0;
   for (guint i = 0; i < convs->len && status == 0; i++)
     {
-      g_autoptr (PlTuneResult) r = pl_tune_conv (convs->pdata[i], layout, &o, &error);
+      PlTuneResult *r = pl_tune_conv (convs->pdata[i], layout, &o, &error);
       if (!r)
         {
           status = pl_cli_fail_error (error);
           break;
         }
+      g_ptr_array_add (results, r);
       print_result (r);
       fflush (stdout);
       g_autofree char *j = pl_tune_result_json (r);
       g_string_append_printf (out, "%s%s", i ? ",\n" : "", j);
     }
+  if (status == 0 && results->len > 1)
+    print_summary ((PlTuneResult **) results->pdata, results->len);
   g_string_append (out, "]\n");
   g_autofree char *text = g_string_free (out, FALSE);
   if (status == 0 && json && !g_file_set_contents (json, text, -1, &error))

@@ -379,6 +379,9 @@ fi
 RB="$SRC/data/graphs/resnet_block.graph"
 run tune "$RB" --node conv1 --layout NHWC --trials 3 --repeat 1 --cache-dir "$TMP/kc" --json "$TMP/tune.json"
 check "tune a conv: pebble tile, both searches, JSON" eval 'status_is 0 && out_has "pebble tile" && out_has "head to head (median of 7 rounds)" && out_has "pruned best runs at" && grep -q "\"head_to_head\":" "$TMP/tune.json" && grep -q "\"pruned_space\":" "$TMP/tune.json"'
+run tune "$RB" --layout NHWC --trials 2 --repeat 1 --rounds 1 --cache-dir "$TMP/kc"
+check "tune every conv: a summary line per conv and the totals" \
+  eval 'status_is 0 && [ "$(grep -cE "^ +conv[0-9a-z_]* +[0-9]+ +[0-9.]+% +[0-9]+ of [0-9]+ +[0-9]+ of [0-9]+ +[0-9]+%$" "$TMP/out")" -ge 2 ] && out_has "the pruned searches ran"'
 run tune "$RB" --node bn1
 check "tune names a node that is not a Conv" eval 'fails_cleanly && err_has "not a Conv"'
 run tune "$RB" --node no_such_node
