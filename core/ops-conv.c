@@ -411,6 +411,30 @@ conv_infer (PlNode *node, GError **error)
   return true;
 }
 
+bool
+pl_conv_resolved_pads (const PlNode *node, int64_t *pads, GError **error)
+{
+  PlValue *x = pl_input (node, 0), *w = pl_input (node, 1), *b = pl_input (node, 2);
+  PlShape out;
+  Geo geo;
+
+  g_return_val_if_fail (node->op == PL_OP_Conv || node->op == PL_OP_ConvTranspose, false);
+  if (!x || !w || !conv_plan (node, &x->shape, &w->shape, b ? &b->shape : NULL, &out, &geo, error))
+    return false;
+  if (!geo.complete)
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_SHAPE, "%s: the window's shapes are not static", node->name);
+      return false;
+    }
+  const int n = x->shape.rank - 2, lead = MAX_SPATIAL - n;
+  for (int i = 0; i < n; i++)
+    {
+      pads[i] = geo.pb[lead + i];
+      pads[n + i] = geo.pe[lead + i];
+    }
+  return true;
+}
+
 /* The t in [0, count) with 0 <= t*s + off < limit, as [*lo, *hi). */
 static void
 index_range (int64_t count, int64_t s, int64_t off, int64_t limit, int64_t *lo, int64_t *hi)

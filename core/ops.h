@@ -137,4 +137,10 @@ void pl_ops_register_shape       (void); /* ops-shape.c: data movement, indexing
 void pl_ops_register_control     (void); /* ops.c: If/Loop/Scan (infer only, not executable), Fusion */
 void pl_ops_register_memory      (void); /* ops-memory.c: SwapOut, SwapIn, CompressFp16, DecompressFp16, LayoutTransform */
 
+/* ops-conv.c: the pads (n begins, then n ends) a Conv or ConvTranspose
+ * node with static shapes resolves auto_pad and output_shape to, as shape
+ * inference does (a ConvTranspose's end pad may be negative: zeros past the
+ * full output). */
+bool pl_conv_resolved_pads (const PlNode *node, int64_t *pads, GError **error);
+
 G_END_DECLS

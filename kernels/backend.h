@@ -11,6 +11,7 @@ G_BEGIN_DECLS
 
 typedef struct _PlCpuModule PlCpuModule;
 typedef void (*PlCpuKernelFn) (void *const *args);
+/* im2col (x -> col) of a conv, or col2im (col -> y) of a ConvTranspose */
 typedef void (*PlCpuIm2colFn) (const void *x, void *col, int64_t n, int64_t g);
 
 /* Compiles a translation unit with the system C compiler into
@@ -41,11 +42,18 @@ int64_t      pl_cpu_conv_col_elems (const PlConvDesc *c);
  * per chunk of the batch's im2col matrix (chunks fit the cores' L2);
  * im2col's `n` is the chunk's index. */
 int64_t      pl_cpu_conv_chunk     (const PlConvDesc *c);
-/* NCHW: whole rows of the outermost output dim per im2col chunk (its n: image * chunks + chunk). */
+/* NCHW: whole rows of the outermost output dim per im2col chunk (its n:
+ * image * chunks + chunk); a ConvTranspose's: of the outermost input dim. */
 int64_t      pl_cpu_conv_nchw_rows (const PlConvDesc *c);
 bool         pl_cpu_conv_packs_weights (const PlConvDesc *c);
 /* [K][C/g][kh][kw] -> [K][kh][kw][C/g] (the same number of elements). */
 void         pl_cpu_conv_pack      (const PlConvDesc *c, const void *w_oihw, void *packed);
+/* A ConvTranspose (p->conv.transpose; conv-transpose.h): per image, group
+ * and chunk of input rows, cols = W_g^T X_g (p->gemm's operands, a chunk of
+ * X_g's columns) through BLAS, then col2im (generated,
+ * pl_conv_transpose_emit_c) adds cols into y. col: pl_cpu_conv_col_elems. */
+void         pl_cpu_conv_transpose (const PlKernelPlan *p, const void *x, const void *w, void *y, void *col,
+                                    PlCpuIm2colFn col2im);
 /* Whether a convolution reads its input directly as the im2col matrix (1x1,
  * stride 1, no padding, X and Y in one layout). */
 bool         pl_conv_is_pointwise  (const PlConvDesc *c);

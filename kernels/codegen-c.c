@@ -23,7 +23,8 @@
  * `omp declare simd`), so a loop calling exp or erf runs 16 lanes at a time.
  * CONV plans also get `<name>_im2col`, the im2col matrix in the order the
  * conv's layout multiplies it (see "im2col, per layout"), or with impl
- * DIRECT `<name>_direct`, the tiled direct convolution (conv-direct.c).
+ * DIRECT `<name>_direct`, the tiled direct convolution (conv-direct.c); a
+ * ConvTranspose gets `<name>_col2im` (conv-transpose.c).
  * Arguments are restrict pointers except the slots that share memory: a
  * GEMM/CONV epilogue updating the library result in place, and an output
  * the runtime stores over an input (pl_kernel_plan_restrict). Such a
@@ -35,6 +36,7 @@
 #define G_LOG_DOMAIN "passlab"
 #include "backend.h"
 #include "conv-direct.h"
+#include "conv-transpose.h"
 #include "kernel-plan-private.h"
 
 #include <stdarg.h>
@@ -774,32 +776,6 @@ typedef struct {
   int               last;              /* the last spatial dim */
 } Im2col;
 
-/* const int64_t <prefix>d = the d-th coordinate of flat index var over sizes[n]. */
-static void
-emit_split (Emit *e, const char *var, const char *prefix, int n, const int64_t *sizes)
-{
-  int64_t stride = 1;
-  for (int d = n - 1; d >= 0; d--)
-    {
-      line (e, "const int64_t %s%d = (%s / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ";", prefix, d, var, stride,
-            sizes[d]);
-      stride *= sizes[d];
-    }
-}
-
-/* "((0) * s0 + p0) * s1 + p1": the flat index of <prefix>0.. over sizes[n]. */
-static char *
-flat_index (const char *prefix, int n, const int64_t *sizes)
-{
-  GString *s = g_string_new ("0");
-  for (int d = 0; d < n; d++)
-    {
-      g_string_prepend_c (s, '(');
-      g_string_append_printf (s, ") * %" G_GINT64_FORMAT " + %s%d", sizes[d], prefix, d);
-    }
-  return g_string_free (s, FALSE);
-}
-
 /* i<d>, the input coordinate of output o<d> and kernel offset k<d>, and
  * ok<d>: whether i<0..d> are all inside the input. */
 static void
@@ -854,7 +830,7 @@ im2col_nchw (Emit *e, const Im2col *m)
   line (e, "{");
   e->indent++;
   line (e, "const int64_t ci = r / %" G_GINT64_FORMAT ";", m->kprod);
-  emit_split (e, "r", "k", c->n, c->kernel);
+  pl_codegen_split (e->o, e->indent, "r", "k", c->n, c->kernel);
   line (e, "const %s *xc = x + img * %" G_GINT64_FORMAT " + (g * %" G_GINT64_FORMAT " + ci) * %" G_GINT64_FORMAT ";",
         m->t, m->xs[0], m->cg, m->xs[1]);
   line (e, "%s *cr = col + r * (hi - lo) * %" G_GINT64_FORMAT ";", m->t, inner);
@@ -868,7 +844,7 @@ im2col_nchw (Emit *e, const Im2col *m)
       e->indent++;
       emit_window (e, c, d);
     }
-  g_autofree char *oix = flat_index ("o", c->n, c->out);
+  g_autofree char *oix = pl_codegen_flat_index ("o", c->n, c->out);
   line (e, "cr[%s - lo * %" G_GINT64_FORMAT "] = ok%d ? xc[%s] : (%s) 0;", oix, inner, m->last, m->sp, m->t);
   close_loops (e, c->n + 1);
 }
@@ -886,7 +862,7 @@ im2col_nhwc (Emit *e, const Im2col *m, int64_t chunk)
   line (e, "{");
   e->indent++;
   line (e, "const int64_t b = r / %" G_GINT64_FORMAT ";", c->col_cols);
-  emit_split (e, "r", "o", c->n, c->out);
+  pl_codegen_split (e->o, e->indent, "r", "o", c->n, c->out);
   line (e, "const %s *xb = x + b * %" G_GINT64_FORMAT " + g * %" G_GINT64_FORMAT ";", m->t, m->xs[0], m->cg * m->xs[1]);
   line (e, "%s *cr = col + (r - r0) * %" G_GINT64_FORMAT ";", m->t, c->col_rows);
   for (int d = 0; d < c->n; d++)
@@ -896,7 +872,7 @@ im2col_nhwc (Emit *e, const Im2col *m, int64_t chunk)
       e->indent++;
       emit_window (e, c, d);
     }
-  g_autofree char *kix = flat_index ("k", c->n, c->kernel);
+  g_autofree char *kix = pl_codegen_flat_index ("k", c->n, c->kernel);
   line (e, "%s *dst = cr + (%s) * %" G_GINT64_FORMAT ";", m->t, kix, m->cg);
   emit_run (e, m, "xb", "ci", m->cg, m->xs[1]);
   close_loops (e, c->n + 1);
@@ -916,13 +892,13 @@ im2col_chwn (Emit *e, const Im2col *m, int64_t chunk)
   line (e, "{");
   e->indent++;
   line (e, "const int64_t ci = r / %" G_GINT64_FORMAT ";", m->kprod);
-  emit_split (e, "r", "k", c->n, c->kernel);
+  pl_codegen_split (e->o, e->indent, "r", "k", c->n, c->kernel);
   line (e, "const %s *xc = x + (g * %" G_GINT64_FORMAT " + ci) * %" G_GINT64_FORMAT ";", m->t, m->cg, m->xs[1]);
   line (e, "%s *cr = col + r * (p1 - p0) * %" G_GINT64_FORMAT ";", m->t, c->batch);
   line (e, "for (int64_t p = p0; p < p1; p++)");
   line (e, "{");
   e->indent++;
-  emit_split (e, "p", "o", c->n, c->out);
+  pl_codegen_split (e->o, e->indent, "p", "o", c->n, c->out);
   for (int d = 0; d < c->n; d++)
     emit_window (e, c, d);
   line (e, "%s *dst = cr + (p - p0) * %" G_GINT64_FORMAT ";", m->t, c->batch);
@@ -1040,7 +1016,12 @@ pl_codegen_c_kernel (GString *out, const PlKernelPlan *p)
       pl_pool_emit_c (out, &p->pool, p->name);
       return true;
     case PL_PLAN_CONV:
-      if (p->conv.impl == PL_CONV_IMPL_DIRECT)
+      if (p->conv.transpose)
+        {
+          g_autofree char *name = g_strdup_printf ("%s_col2im", p->name);
+          pl_conv_transpose_emit_c (out, &p->conv, name);
+        }
+      else if (p->conv.impl == PL_CONV_IMPL_DIRECT)
         {
           g_autofree char *name = g_strdup_printf ("%s_direct", p->name);
           pl_conv_direct_emit_c (out, &p->conv, name);

@@ -17,7 +17,8 @@
  *  row runs on one block.
  *  - CONV: a direct convolution kernel (one output element per thread, in
  *    the memory order of Y's layout, X read in its layout), or with impl
- *    DIRECT the tiled kernel of conv-direct.c.
+ *    DIRECT the tiled kernel of conv-direct.c; a ConvTranspose is a cuBLAS
+ *    GEMM (the runtime's) and the col2im kernel of conv-transpose.c.
  *  - POOL: pool.c's kernel, a thread per output, in the parameters of a loop
  *    kernel (launch[0]).
  * LayoutTransform is a pointwise LOOP plan (a load in one layout, a store
@@ -30,6 +31,7 @@
 #define G_LOG_DOMAIN "passlab"
 #include "codegen.h"
 #include "conv-direct.h"
+#include "conv-transpose.h"
 #include "kernel-plan-private.h"
 
 #include <stdarg.h>
@@ -658,6 +660,18 @@ emit_conv_direct (Emit *e, PlCudaLaunch *l)
   l->block_yz[1] = (int) block[2];
 }
 
+/* A ConvTranspose's col2im (conv-transpose.c), after the runtime's cuBLAS
+ * GEMM, a thread per output element. */
+static void
+emit_col2im (Emit *e, int n_sms, PlCudaLaunch *l)
+{
+  g_autofree char *name = g_strdup_printf ("%s_col2im", e->p->name);
+  int64_t total = pl_conv_transpose_emit_cuda (e->o, &e->p->conv, name);
+  l->entry = g_steal_pointer (&name);
+  l->block = 256;
+  l->grid = grid_for (total, 256, n_sms, 32);
+}
+
 int
 pl_codegen_cuda_kernel (GString *out, const PlKernelPlan *p, int n_sms, PlCudaLaunch *launch)
 {
@@ -674,7 +688,9 @@ pl_codegen_cuda_kernel (GString *out, const PlKernelPlan *p, int n_sms, PlCudaLa
     }
   if (p->kind == PL_PLAN_CONV)
     {
-      if (p->conv.impl == PL_CONV_IMPL_DIRECT)
+      if (p->conv.transpose)
+        emit_col2im (&e, n_sms, &launch[1]);
+      else if (p->conv.impl == PL_CONV_IMPL_DIRECT)
         emit_conv_direct (&e, &launch[1]);
       else
         emit_conv (&e, n_sms, &launch[1]);

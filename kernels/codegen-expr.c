@@ -242,8 +242,8 @@ pl_codegen_vline (GString *o, int indent, const char *fmt, va_list ap)
   g_string_append_c (o, '\n');
 }
 
-static void G_GNUC_PRINTF (3, 4)
-put (GString *o, int indent, const char *fmt, ...)
+void
+pl_codegen_line (GString *o, int indent, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
@@ -252,10 +252,34 @@ put (GString *o, int indent, const char *fmt, ...)
 }
 
 void
+pl_codegen_split (GString *o, int indent, const char *var, const char *prefix, int n, const int64_t *sizes)
+{
+  int64_t stride = 1;
+  for (int d = n - 1; d >= 0; d--)
+    {
+      pl_codegen_line (o, indent, "const int64_t %s%d = (%s / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ";", prefix, d,
+                       var, stride, sizes[d]);
+      stride *= sizes[d];
+    }
+}
+
+char *
+pl_codegen_flat_index (const char *prefix, int n, const int64_t *sizes)
+{
+  GString *s = g_string_new ("0");
+  for (int d = 0; d < n; d++)
+    {
+      g_string_prepend_c (s, '(');
+      g_string_append_printf (s, ") * %" G_GINT64_FORMAT " + %s%d", sizes[d], prefix, d);
+    }
+  return g_string_free (s, FALSE);
+}
+
+void
 pl_codegen_value (GString *o, int indent, const PlLoopPlan *lp, int i)
 {
   g_autofree char *x = pl_codegen_expr (lp, i);
-  put (o, indent, "const %s v%d = %s;", pl_plan_ctype (g_array_index (lp->instrs, PlInstr, i).dtype), i, x);
+  pl_codegen_line (o, indent, "const %s v%d = %s;", pl_plan_ctype (g_array_index (lp->instrs, PlInstr, i).dtype), i, x);
 }
 
 void
@@ -276,9 +300,9 @@ pl_codegen_coords (GString *o, int indent, const PlLoopPlan *lp, const char *var
   for (int k = last - 1; k >= first; k--)
     {
       if (k == first)
-        put (o, indent, "const int64_t c%d = %s / %" G_GINT64_FORMAT ";", k, var, stride);
+        pl_codegen_line (o, indent, "const int64_t c%d = %s / %" G_GINT64_FORMAT ";", k, var, stride);
       else
-        put (o, indent, "const int64_t c%d = (%s / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ";", k, var,
+        pl_codegen_line (o, indent, "const int64_t c%d = (%s / %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ";", k, var,
              stride, lp->dims[k]);
       stride *= lp->dims[k];
     }

@@ -28,6 +28,14 @@ const char *const *pl_codegen_coord_names (void);
  * shapes, not in how a value, a level of values or the coordinates read. */
 /* Appends one line indented by `indent` levels. */
 void        pl_codegen_vline          (GString *o, int indent, const char *fmt, va_list ap);
+/* The same with the arguments given. */
+void        pl_codegen_line           (GString *o, int indent, const char *fmt, ...) G_GNUC_PRINTF (3, 4);
+/* `const int64_t <prefix>d = ...;` for d < n: the coordinates of flat index
+ * `var` over sizes[n] (the last fastest). */
+void        pl_codegen_split          (GString *o, int indent, const char *var, const char *prefix, int n,
+                                       const int64_t *sizes);
+/* "((0) * s0 + p0) * s1 + p1": the flat index of <prefix>0.. over sizes[n]. */
+char       *pl_codegen_flat_index     (const char *prefix, int n, const int64_t *sizes);
 /* `const T v<i> = <expr>;` for instruction i. */
 void        pl_codegen_value          (GString *o, int indent, const PlLoopPlan *lp, int i);
 /* The values of the used instructions at `level` (row values: of `phase`). */
@@ -44,7 +52,9 @@ char       *pl_codegen_c_prelude      (void);
  * args = input slots then output slots (LOOP, POOL, and the epilogue of GEMM/CONV),
  * and for CONV `void <name>_im2col (const T *x, T *col, int64_t n, int64_t g)`
  * (the matrix pl_cpu_conv multiplies in the conv's layout: image n's (NCHW
- * only) group g) or, impl DIRECT, `<name>_direct` (conv-direct.h).
+ * only) group g) or, impl DIRECT, `<name>_direct` (conv-direct.h), or for a
+ * ConvTranspose `void <name>_col2im (const T *col, T *y, int64_t n, int64_t g)`
+ * (conv-transpose.h).
  * Returns false (nothing appended) for plans without generated code. */
 bool        pl_codegen_c_kernel       (GString *out, const PlKernelPlan *p);
 
@@ -66,7 +76,8 @@ char       *pl_codegen_cuda_prelude   (void);
  * `<name>_conv (x, w, y)`: a direct convolution reading X and writing Y in
  * their layouts, one output per thread (impl GEMM: w in ONNX's order), or
  * the tiled one of conv-direct.h (impl DIRECT: w packed by
- * pl_conv_direct_pack). launch[0] describes the loop
+ * pl_conv_direct_pack), or for a ConvTranspose `<name>_col2im (col, y, n)`
+ * (conv-transpose.h) after the runtime's GEMM. launch[0] describes the loop
  * kernel, launch[1] the convolution. n_sms sizes grids (0: assume 132).
  * Returns the number of launches described (0: no generated code). */
 int         pl_codegen_cuda_kernel    (GString *out, const PlKernelPlan *p, int n_sms, PlCudaLaunch *launch);

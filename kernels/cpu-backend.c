@@ -289,16 +289,35 @@ pl_cpu_conv_chunk (const PlConvDesc *c)
  * NCHW convs ran 19-29 ms either way on the shared machine (noise larger
  * than any difference). */
 #define NCHW_CHUNK_BYTES ((int64_t) 1 << 20)
+/* A ConvTranspose's column matrix has (M/g)·kh·kw rows, 9x the output
+ * channels for a 3x3 kernel; its chunks are smaller so the workspace does
+ * not lift the step above the graph's planned peak (the memory profile does
+ * not count workspaces): resnet_train's backward-input with 1 MiB chunks
+ * went 29 KiB above it. Its time stayed within the shared 2-core machine's
+ * noise (3.6-3.9 ms with 1 MiB chunks, 4.3-6.1 ms with 256 KiB). */
+#define CONVT_CHUNK_BYTES ((int64_t) 256 << 10)
+
+/* The outermost spatial dim of the matrix's columns: the output's for a
+ * conv, the input's for a ConvTranspose. */
+static int64_t
+col_outer (const PlConvDesc *c)
+{
+  return c->transpose ? c->in[0] : c->out[0];
+}
+
 int64_t
 pl_cpu_conv_nchw_rows (const PlConvDesc *c)
 {
-  int64_t inner = c->col_cols / c->out[0];
-  return even_chunk (c->out[0], NCHW_CHUNK_BYTES / (c->col_rows * (int64_t) pl_dtype_size (c->dtype) * inner));
+  int64_t outer = col_outer (c), inner = c->col_cols / outer;
+  int64_t budget = c->transpose ? CONVT_CHUNK_BYTES : NCHW_CHUNK_BYTES;
+  return even_chunk (outer, budget / (c->col_rows * (int64_t) pl_dtype_size (c->dtype) * inner));
 }
 
 int64_t
 pl_cpu_conv_col_elems (const PlConvDesc *c)
 {
+  if (c->transpose)
+    return c->col_rows * pl_cpu_conv_nchw_rows (c) * (c->col_cols / c->in[0]);
   if (pl_conv_is_pointwise (c))
     return 0;
   /* NCHW: a chunk of one (image, group)'s rows; the others: one group's chunk of the batch */
@@ -397,4 +416,28 @@ pl_cpu_conv (const PlConvDesc *c, const void *x, const void *w, void *y, void *c
           }
       return;
     }
+}
+
+/* --- ConvTranspose: GEMM + col2im ------------------------------------------------- */
+
+void
+pl_cpu_conv_transpose (const PlKernelPlan *p, const void *x, const void *w, void *y, void *col, PlCpuIm2colFn col2im)
+{
+  const PlConvDesc *c = &p->conv;
+  const PlGemmDesc *gd = &p->gemm;
+  size_t es = c->dtype == PL_DTYPE_F64 ? 8 : 4;
+  int64_t P = c->col_cols, rows = pl_cpu_conv_nchw_rows (c), inner = P / c->in[0];
+  int64_t chunks = (c->in[0] + rows - 1) / rows;
+  const char *xb = x, *wb = w;
+  /* cols[(M/g)·k][chunk of X's positions] = W_g^T [C/g][(M/g)·k]^T x X_g[C/g][chunk], then col2im */
+  for (int64_t n = 0; n < c->batch; n++)
+    for (int64_t g = 0; g < c->group; g++)
+      for (int64_t k = 0; k < chunks; k++)
+        {
+          int64_t cols = (MIN (c->in[0], (k + 1) * rows) - k * rows) * inner;
+          const char *b = xb + ((n * c->group + g) * gd->b_strides[0] + k * rows * inner) * es;
+          gemm_one (c->dtype, true, false, gd->M, cols, gd->K, 1.0, wb + g * gd->a_strides[0] * es, gd->M, b, P, col,
+                    cols);
+          col2im (col, y, n * chunks + k, g);
+        }
 }

@@ -1,6 +1,7 @@
 /* kernel-plan-library.c — plans of the library kernels: MatMul/Gemm (the
- * operands' transposes absorbed as flags, batch strides) and Conv (per
- * layout, im2col + GEMM or the generated direct convolution), each one
+ * operands' transposes absorbed as flags, batch strides), Conv (per
+ * layout, im2col + GEMM or the generated direct convolution) and
+ * ConvTranspose (GEMM + the generated col2im, NCHW), each one
  * library call followed by its epilogue, a pointwise loop over the raw
  * result that runs in place when it reads the result where it writes. */
 #define G_LOG_DOMAIN "passlab"
@@ -114,25 +115,31 @@ gemm_desc (PlKernelPlan *p, PlLower *L, const PlNode *mm, GHashTable *absorbed, 
   return true;
 }
 
-bool
-pl_conv_desc_from_node (const PlNode *conv, PlConvDesc *c, char **why)
+/* What Conv and ConvTranspose descs share: static shapes of X, W and Y,
+ * f32/f64, the spatial sizes, kernel, strides, dilations and the pads
+ * shape inference resolves (pl_conv_resolved_pads). xd, wd: X's and W's dims. */
+static bool
+window_desc (const PlNode *node, PlConvDesc *c, int64_t *xd, int64_t *wd, char **why)
 {
   memset (c, 0, sizeof *c);
-  int64_t xd[PL_MAX_RANK], wd[PL_MAX_RANK], od[PL_MAX_RANK];
-  PlValue *x = conv->inputs[0], *w = conv->n_inputs > 1 ? conv->inputs[1] : NULL;
-  if (!pl_lower_value_dims (x, xd) || !pl_lower_value_dims (w, wd) || !pl_lower_value_dims (conv->outputs[0], od) || x->shape.rank < 3)
-    return (*why = g_strdup ("Conv without static shapes")) == NULL;
+  int64_t od[PL_MAX_RANK];
+  PlValue *x = node->inputs[0], *w = node->n_inputs > 1 ? node->inputs[1] : NULL;
+  const char *op = node->op_type;
+  if (!pl_lower_value_dims (x, xd) || !pl_lower_value_dims (w, wd) || !pl_lower_value_dims (node->outputs[0], od) ||
+      x->shape.rank < 3)
+    return (*why = g_strdup_printf ("%s without static shapes", op)) == NULL;
   if (x->dtype != PL_DTYPE_F32 && x->dtype != PL_DTYPE_F64)
-    return (*why = g_strdup_printf ("Conv of %s", pl_dtype_name (x->dtype))) == NULL;
+    return (*why = g_strdup_printf ("%s of %s", op, pl_dtype_name (x->dtype))) == NULL;
+  g_autoptr (GError) local = NULL;
   int n = x->shape.rank - 2;
+  if (!pl_conv_resolved_pads (node, c->pads, &local))
+    return (*why = g_strdup_printf ("%s: %s", op, local->message)) == NULL;
   c->dtype = x->dtype;
   c->n = n;
   c->batch = xd[0];
   c->c_in = xd[1];
-  c->c_out = wd[0];
-  c->group = pl_node_attr_int (conv, "group", 1);
-  if (c->group < 1 || c->c_in % c->group || c->c_out % c->group || wd[1] != c->c_in / c->group)
-    return (*why = g_strdup ("Conv: bad group")) == NULL;
+  c->c_out = od[1];
+  c->group = pl_node_attr_int (node, "group", 1);
   const int64_t *v;
   int k;
   for (int i = 0; i < n; i++)
@@ -141,34 +148,38 @@ pl_conv_desc_from_node (const PlNode *conv, PlConvDesc *c, char **why)
       c->kernel[i] = wd[2 + i];
       c->out[i] = od[2 + i];
       c->strides[i] = c->dilations[i] = 1;
-      c->pads[i] = c->pads[n + i] = 0;
     }
-  if (pl_node_attr_ints (conv, "strides", &v, &k) && k == n)
+  if (pl_node_attr_ints (node, "strides", &v, &k) && k == n)
     memcpy (c->strides, v, sizeof (int64_t) * n);
-  if (pl_node_attr_ints (conv, "dilations", &v, &k) && k == n)
+  if (pl_node_attr_ints (node, "dilations", &v, &k) && k == n)
     memcpy (c->dilations, v, sizeof (int64_t) * n);
-  const char *auto_pad = pl_node_attr_string (conv, "auto_pad", "NOTSET");
-  if (strcmp (auto_pad, "NOTSET") == 0)
-    {
-      if (pl_node_attr_ints (conv, "pads", &v, &k) && k == 2 * n)
-        memcpy (c->pads, v, sizeof (int64_t) * 2 * n);
-    }
-  else if (strcmp (auto_pad, "SAME_UPPER") == 0 || strcmp (auto_pad, "SAME_LOWER") == 0)
-    for (int i = 0; i < n; i++)
-      {
-        int64_t total = MAX (0, (c->out[i] - 1) * c->strides[i] + (c->kernel[i] - 1) * c->dilations[i] + 1 - c->in[i]);
-        int64_t small = total / 2;
-        c->pads[i] = auto_pad[5] == 'U' ? small : total - small;
-        c->pads[n + i] = total - c->pads[i];
-      }
-  c->col_rows = c->c_in / c->group;
+  return true;
+}
+
+/* The column matrix of one (image, group): a row per channel of the group
+ * and kernel tap, a column per spatial position. */
+static void
+col_matrix (PlConvDesc *c, int64_t channels, const int64_t *positions)
+{
+  c->col_rows = channels;
   c->col_cols = 1;
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < c->n; i++)
     {
       c->col_rows *= c->kernel[i];
-      c->col_cols *= c->out[i];
+      c->col_cols *= positions[i];
     }
-  c->x_layout = x->layout;
+}
+
+bool
+pl_conv_desc_from_node (const PlNode *conv, PlConvDesc *c, char **why)
+{
+  int64_t xd[PL_MAX_RANK], wd[PL_MAX_RANK];
+  if (!window_desc (conv, c, xd, wd, why))
+    return false;
+  if (c->group < 1 || c->c_in % c->group || c->c_out % c->group || wd[1] != c->c_in / c->group)
+    return (*why = g_strdup ("Conv: bad group")) == NULL;
+  col_matrix (c, c->c_in / c->group, c->out);
+  c->x_layout = conv->inputs[0]->layout;
   c->y_layout = conv->outputs[0]->layout;
   const char *impl = pl_node_attr_string (conv, "impl", "gemm");
   if (strcmp (impl, "gemm") == 0)
@@ -177,8 +188,26 @@ pl_conv_desc_from_node (const PlNode *conv, PlConvDesc *c, char **why)
     c->impl = PL_CONV_IMPL_DIRECT;
   else
     return (*why = g_strdup_printf ("Conv: unknown impl '%s' (gemm or direct)", impl)) == NULL;
+  const int64_t *v;
+  int k;
   if (pl_node_attr_ints (conv, "tile", &v, &k) && k == 3)
     memcpy (c->tile, v, sizeof c->tile);
+  return true;
+}
+
+bool
+pl_conv_transpose_desc_from_node (const PlNode *ct, PlConvDesc *c, char **why)
+{
+  int64_t xd[PL_MAX_RANK], wd[PL_MAX_RANK];
+  if (!window_desc (ct, c, xd, wd, why))
+    return false;
+  c->transpose = true;
+  if (c->n > 3)
+    return (*why = g_strdup_printf ("ConvTranspose with %d spatial dims", c->n)) == NULL;
+  if (c->group < 1 || c->c_in % c->group || wd[0] != c->c_in || wd[1] * c->group != c->c_out)
+    return (*why = g_strdup ("ConvTranspose: bad group")) == NULL;
+  col_matrix (c, c->c_out / c->group, c->in);
+  c->x_layout = c->y_layout = PL_LAYOUT_NCHW;   /* the runtime reorders X, the epilogue Y */
   return true;
 }
 
@@ -209,6 +238,41 @@ conv_desc (PlKernelPlan *p, PlLower *L, const PlNode *conv, char **why)
   return true;
 }
 
+/* A ConvTranspose: per image, cols_g = W_g^T X_g for every group g (one
+ * GEMM batched over the groups, its desc in p->gemm; W is [C, M/g, k...],
+ * so W_g is a (C/g) x (M/g * prod k) matrix), then the generated col2im
+ * (conv-transpose.h). X and W are GEMM operands, read in the default
+ * layout (gemm_slot); the raw result is NCHW, an epilogue reorders it. */
+static bool
+conv_transpose_desc (PlKernelPlan *p, PlLower *L, const PlNode *ct, char **why)
+{
+  PlConvDesc *c = &p->conv;
+  PlGemmDesc *g = &p->gemm;
+  if (!pl_conv_transpose_desc_from_node (ct, c, why))
+    return false;
+  int64_t cg = c->c_in / c->group;
+  g->dtype = c->dtype;
+  g->trans_a = true;
+  g->M = c->col_rows;
+  g->N = c->col_cols;
+  g->K = cg;
+  g->alpha = 1.0;
+  g->batch_rank = 1;
+  g->batch = g->batch_dims[0] = c->group;
+  g->a_strides[0] = cg * c->col_rows;
+  g->b_strides[0] = cg * c->col_cols;
+  c->x_slot = g->b_slot = gemm_slot (L, ct->inputs[0]);
+  c->w_slot = g->a_slot = gemm_slot (L, ct->inputs[1]);
+  p->flops = 2 * c->batch * g->batch * g->M * g->N * g->K;
+  GString *note = g_string_new ("conv-transpose gemm+col2im");
+  if (c->n != 2)
+    g_string_append_printf (note, ", %dd", c->n);
+  if (c->group > 1)
+    g_string_append_printf (note, ", group %" G_GINT64_FORMAT, c->group);
+  p->note = g_string_free (note, FALSE);
+  return true;
+}
+
 /* Marks the members downstream of lib (its epilogue); false if some member
  * is neither absorbed nor downstream. */
 static bool
@@ -235,7 +299,8 @@ PlKernelPlan *
 pl_plan_library (const char *name, PlNode *lib, PlNode *const *nodes, int n, PlValue *const *outputs, int n_out,
               GError **error)
 {
-  PlKernelPlan *p = pl_plan_new (lib->op == PL_OP_Conv ? PL_PLAN_CONV : PL_PLAN_GEMM, name, nodes, n);
+  bool conv = lib->op == PL_OP_Conv || lib->op == PL_OP_ConvTranspose;
+  PlKernelPlan *p = pl_plan_new (conv ? PL_PLAN_CONV : PL_PLAN_GEMM, name, nodes, n);
   PlLower L;
   pl_lower_init (&L, p, nodes, n);
   L.lib_node = lib;
@@ -247,12 +312,14 @@ pl_plan_library (const char *name, PlNode *lib, PlNode *const *nodes, int n, PlV
   pl_lower_value_dims (lib->outputs[0], d);
   pl_lower_set_domain (&L, lib->outputs[0]->shape.rank, d);
 
-  bool ok = lib->op == PL_OP_Conv ? conv_desc (p, &L, lib, &why) : gemm_desc (p, &L, lib, absorbed, &why);
+  bool ok = lib->op == PL_OP_Conv            ? conv_desc (p, &L, lib, &why)
+            : lib->op == PL_OP_ConvTranspose ? conv_transpose_desc (p, &L, lib, &why)
+                                             : gemm_desc (p, &L, lib, absorbed, &why);
   if (ok && !epilogue_members (L.members, lib, absorbed, nodes, n, epi))
     ok = (why = g_strdup ("nodes besides the library call and its epilogue")) == NULL;
-  bool extra = lib->n_inputs > 2 && lib->inputs[2];   /* Gemm's C, Conv's bias */
-  /* a GEMM writes row-major: a result stored in another layout goes
-   * through an epilogue that reorders it */
+  bool extra = lib->n_inputs > 2 && lib->inputs[2];   /* Gemm's C, Conv's and ConvTranspose's bias */
+  /* a GEMM (and a ConvTranspose's col2im) writes row-major: a result stored
+   * in another layout goes through an epilogue that reorders it */
   bool raw_layout = lib->op == PL_OP_Conv || L.lib_value->layout == PL_LAYOUT_NCHW;
   bool plain = ok && !extra && n_out == 1 && outputs[0] == L.lib_value && raw_layout;
   if (ok && !plain)

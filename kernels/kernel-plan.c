@@ -31,8 +31,8 @@
  * one (coefficient of the outer = size of the inner times that of the inner),
  * which turns most kernels into a flat loop or rows x contiguous elements.
  *
- * Library kernels: MatMul/Gemm (transposes of the operands absorbed as flags)
- * and Conv become one library call; what follows them in the set is the
+ * Library kernels: MatMul/Gemm (transposes of the operands absorbed as flags),
+ * Conv and ConvTranspose become one library call; what follows them in the set is the
  * epilogue, a pointwise loop that reads the library's raw result (plus Gemm's
  * beta*C or Conv's bias) and runs in place when it reads that result at the
  * same index it writes.
@@ -514,7 +514,7 @@ add_store (PlLower *L, int slot, PlValue *v)
 static bool
 is_library_op (const PlNode *n)
 {
-  return n->op == PL_OP_MatMul || n->op == PL_OP_Gemm || n->op == PL_OP_Conv;
+  return n->op == PL_OP_MatMul || n->op == PL_OP_Gemm || n->op == PL_OP_Conv || n->op == PL_OP_ConvTranspose;
 }
 
 /* Chooses D: the rows of the first reduction, else the first output's shape. */

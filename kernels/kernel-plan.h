@@ -13,7 +13,9 @@
  * scratch buffer (CPU: heap row buffer; CUDA: shared or global memory).
  *
  * GEMM and CONV plans are one library call plus an optional epilogue (a
- * pointwise LOOP plan reading the library result). POOL plans are one
+ * pointwise LOOP plan reading the library result). A ConvTranspose is a
+ * CONV plan too (conv.transpose): a GEMM into a column matrix and a
+ * generated col2im (conv-transpose.h). POOL plans are one
  * generated pooling kernel (pool.h), input slot 0 X and output slot 0 Y
  * (MaxPool's unused Indices get no slot). FALLBACK plans run the
  * op's reference implementation; ALIAS plans (Reshape, Squeeze, ...) launch
@@ -142,13 +144,20 @@ typedef enum {
   PL_CONV_IMPL_DIRECT,          /* generated direct convolution, tiled (conv-direct.h) */
 } PlConvImpl;
 
+/* A convolution's geometry. transpose: a ConvTranspose (conv-transpose.h),
+ * whose X has c_in channels and spatial dims `in`, Y c_out and `out`; its
+ * column matrix of one (image, group) is (C_out/g * prod kernel) x prod in,
+ * pads holds the begins shape inference resolved (the ends are implied by
+ * out), and X and Y are read and written in the default layout. */
 typedef struct {
   PlDType  dtype;
+  bool     transpose;           /* ConvTranspose */
   int      n;                   /* spatial dims */
   int64_t  batch, c_in, c_out, group;
   int64_t  in[PL_MAX_RANK], kernel[PL_MAX_RANK], out[PL_MAX_RANK];
   int64_t  strides[PL_MAX_RANK], dilations[PL_MAX_RANK], pads[2 * PL_MAX_RANK];
-  int64_t  col_rows, col_cols;  /* im2col matrix of one (image, group): (C/g * prod kernel) x prod out */
+  int64_t  col_rows, col_cols;  /* im2col matrix of one (image, group): (C/g * prod kernel) x prod out
+                                 * (transpose: the col2im matrix, see above) */
   int      x_slot, w_slot;
   /* physical layouts of X and Y (layout.h; non-default only for 2-d convs) */
   PlLayout x_layout, y_layout;
@@ -165,7 +174,7 @@ struct _PlKernelPlan {
   GPtrArray    *inputs;      /* PlValue*: the value each input slot reads (the lowered graph's) */
   GPtrArray    *outputs;     /* PlValue*: the value each output slot writes */
   PlLoopPlan   *loop;        /* LOOP; GEMM/CONV: the epilogue or NULL */
-  PlGemmDesc    gemm;
+  PlGemmDesc    gemm;        /* GEMM; a transposed CONV: one image's GEMM, cols_g = W_g^T X_g batched over groups */
   PlConvDesc    conv;
   PlPoolDesc    pool;        /* POOL */
   int           lib_slot;    /* GEMM/CONV with an epilogue: the input slot holding the library result */
@@ -192,6 +201,8 @@ PlKernelPlan *pl_kernel_plan_new      (const char *name, PlNode *const *nodes, i
  * its X and Y values, impl and tile from its attributes). false with *why
  * (g_free) when the conv cannot be planned. */
 bool          pl_conv_desc_from_node  (const PlNode *conv, PlConvDesc *c, char **why);
+/* The same for a ConvTranspose node (c->transpose set). */
+bool          pl_conv_transpose_desc_from_node (const PlNode *ct, PlConvDesc *c, char **why);
 /* A FALLBACK plan for node (a fusion node runs its body in the interpreter). */
 PlKernelPlan *pl_kernel_plan_fallback (const char *name, const PlNode *node, const char *why);
 void          pl_kernel_plan_free     (PlKernelPlan *p);

@@ -761,13 +761,14 @@ pl_lower_value (PlLower *L, PlValue *v, const PlIdx *const *idx)
   if (p == L->lib_node)
     {
       /* the library's raw result (a conv writes it in its output's layout, a
-       * GEMM row-major), plus Gemm's beta * C or Conv's bias */
+       * GEMM and a ConvTranspose row-major), plus Gemm's beta * C or a
+       * convolution's bias */
       PlLayout raw = p->op == PL_OP_Conv ? v->layout : PL_LAYOUT_NCHW;
       r = pl_lower_load_slot (L, L->plan->lib_slot, v->dtype, pl_lower_offset_in (L, raw, v, idx));
       if (p->n_inputs > 2 && p->inputs[2] && r >= 0)
         {
           int extra;
-          if (p->op == PL_OP_Conv)
+          if (p->op == PL_OP_Conv || p->op == PL_OP_ConvTranspose)
             {
               const PlIdx *ci[1] = { idx[1] };
               extra = pl_lower_value (L, p->inputs[2], ci);

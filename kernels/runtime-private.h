@@ -40,12 +40,12 @@ typedef struct {
   int            *in_bufs;     /* per input slot (lib_slot: -1, bound at run time) */
   int            *out_bufs;    /* per output slot (-1 for an omitted output) */
   int             lib_buf;     /* GEMM/CONV with an epilogue, not in place: the raw result */
-  int             col_buf;     /* CONV on the cpu: the im2col matrix */
+  int             col_buf;     /* CONV on the cpu: the im2col matrix; a ConvTranspose's column matrix (cpu, cuda) */
   int             scratch_buf; /* cuda rows kernels: global scratch */
   int             entry;       /* the kernel-table row it belongs to */
   const PlNode   *node;        /* the node it runs (a body node when its fusion was split) */
   PlCpuKernelFn   fn;
-  PlCpuIm2colFn   im2col;
+  PlCpuIm2colFn   im2col;      /* CONV: im2col, or a ConvTranspose's col2im */
   PlCpuConvDirectFn direct;    /* CONV, impl DIRECT, on the cpu */
   int64_t         tile[3];     /* its tile (the attribute, else the pebble rule's) */
   int             pack;        /* CONV: PACK_* — the weights the kernel reads are repacked */

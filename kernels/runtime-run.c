@@ -300,6 +300,9 @@ exec_cpu (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
         pl_runtime_pack_weights (st, host_ptr (e, st->pack_src, inputs), args[p->conv.w_slot]);
       if (p->kind == PL_PLAN_GEMM)
         pl_cpu_gemm (&p->gemm, args[p->gemm.a_slot], args[p->gemm.b_slot], target);
+      else if (p->conv.transpose)
+        pl_cpu_conv_transpose (p, args[p->conv.x_slot], args[p->conv.w_slot], target,
+                               host_ptr (e, st->col_buf, inputs), st->im2col);
       else if (st->direct)
         st->direct (args[p->conv.x_slot], args[p->conv.w_slot], target, st->tile[0], st->tile[1], st->tile[2]);
       else
@@ -328,6 +331,26 @@ pack_on_host (PlExecutable *e, Step *st, GError **error)
   return pl_cuda_upload (e->cuda, dev_ptr (e, st->pack_buf), packed, (size_t) dst->bytes, error);
 }
 
+/* A ConvTranspose, image by image: the groups' column matrices by one
+ * batched cuBLAS GEMM into the workspace, then the col2im kernel writes the
+ * image's outputs. */
+static bool
+conv_transpose_cuda (PlExecutable *e, Step *st, guint64 x, guint64 w, guint64 y, GError **error)
+{
+  const PlKernelPlan *p = st->plan;
+  const PlConvDesc *c = &p->conv;
+  guint64 col = dev_ptr (e, st->col_buf);
+  guint64 image_bytes = (guint64) (c->c_in * c->col_cols * (int64_t) pl_dtype_size (c->dtype));
+  for (int64_t n = 0; n < c->batch; n++)
+    {
+      void *params[3] = { &col, &y, &n };
+      if (!pl_cuda_gemm (e->cuda, &p->gemm, w, x + (guint64) n * image_bytes, col, error) ||
+          !pl_cuda_launch (e->cuda, st->cu_fn[1], &st->launch[1], params, error))
+        return false;
+    }
+  return true;
+}
+
 static bool
 exec_cuda (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
 {
@@ -354,6 +377,11 @@ exec_cuda (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
       if (p->kind == PL_PLAN_GEMM)
         {
           if (!pl_cuda_gemm (e->cuda, &p->gemm, ptr[p->gemm.a_slot], ptr[p->gemm.b_slot], target, error))
+            return false;
+        }
+      else if (p->conv.transpose)
+        {
+          if (!conv_transpose_cuda (e, st, ptr[p->conv.x_slot], ptr[p->conv.w_slot], target, error))
             return false;
         }
       else

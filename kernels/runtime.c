@@ -36,12 +36,14 @@
  * first (a launch of the GEMM's row), and a fallback gets logical host
  * tensors and writes its outputs back in their layouts (runtime-run.c).
  * A CONV step reads its weights in the order its kernel wants them: packed
- * once here when they are constants, every run when they are not.
+ * once here when they are constants, every run when they are not. A
+ * ConvTranspose's X and W are GEMM operands (default layout, as a GEMM's).
  */
 #define G_LOG_DOMAIN "passlab"
 #include "runtime-private.h"
 
 #include "conv-direct.h"
+#include "conv-transpose.h"
 #include "kernel-plan-private.h"
 #include "cost.h"
 #include "schedule.h"
@@ -272,7 +274,10 @@ pl_runtime_pack_weights (const Step *st, const void *w_oihw, void *packed)
 
 /* A CONV step's workspace and weights: the im2col matrix (cpu GEMM), the
  * direct kernel's tile (cpu), and the weights in the order the kernel reads
- * them — packed once here when they are constants, else every run. */
+ * them — packed once here when they are constants, else every run. A
+ * ConvTranspose's workspace is its column matrix: a chunk of one (image,
+ * group)'s on the cpu, one image's (every group) on cuda; its weights are
+ * read as they are. */
 static bool
 prepare_conv (PlExecutable *e, Step *st, GError **error)
 {
@@ -280,6 +285,12 @@ prepare_conv (PlExecutable *e, Step *st, GError **error)
   PlConvDesc *c = &p->conv;
   bool cpu = e->backend == PL_BACKEND_CPU;
   int64_t es = (int64_t) pl_dtype_size (c->dtype), packed = 0;
+  if (c->transpose)
+    {
+      int64_t elems = cpu ? pl_cpu_conv_col_elems (c) : pl_conv_transpose_image_cols (c);
+      st->col_buf = scratch_buffer (e, elems * es, "col2im");
+      return true;
+    }
   if (c->impl == PL_CONV_IMPL_DIRECT)
     {
       st->pack = PACK_DIRECT;
@@ -358,8 +369,9 @@ add_step (PlExecutable *e, PlKernelPlan *plan, int entry, const PlNode *node, GE
         if (plan->outputs->pdata[k] == plan->inputs->pdata[plan->lib_slot])
           g_hash_table_insert (e->buf_of, plan->outputs->pdata[k], GINT_TO_POINTER (st.out_bufs[k] + 1));
     }
-  if (plan->kind == PL_PLAN_GEMM && (!read_default_layout (e, &st, plan->gemm.a_slot, error) ||
-                                     !read_default_layout (e, &st, plan->gemm.b_slot, error)))
+  bool gemm_operands = plan->kind == PL_PLAN_GEMM || (plan->kind == PL_PLAN_CONV && plan->conv.transpose);
+  if (gemm_operands && (!read_default_layout (e, &st, plan->gemm.a_slot, error) ||
+                        !read_default_layout (e, &st, plan->gemm.b_slot, error)))
     return false;
   if (plan->kind == PL_PLAN_CONV && !prepare_conv (e, &st, error))
     return false;
@@ -974,7 +986,7 @@ compile_cpu (PlExecutable *e, GError **error)
       bool direct = p->kind == PL_PLAN_CONV && p->conv.impl == PL_CONV_IMPL_DIRECT;
       if (p->kind == PL_PLAN_CONV)
         {
-          g_autofree char *sym = g_strdup_printf ("%s_%s", p->name, direct ? "direct" : "im2col");
+          g_autofree char *sym = g_strdup_printf ("%s_%s", p->name, direct ? "direct" : p->conv.transpose ? "col2im" : "im2col");
           if (direct)
             st->direct = (PlCpuConvDirectFn) pl_cpu_module_symbol (e->cpu, sym);
           else

@@ -356,6 +356,114 @@ test_conv (void)
   g_assert_cmpint (rf->n_kernels, ==, 2);
 }
 
+/* The kernels of r whose ops name ConvTranspose: each a planned GEMM +
+ * col2im, none a fallback. Returns how many. */
+static int
+assert_conv_transpose_planned (const PlRunReport *r)
+{
+  int n = 0;
+  for (int i = 0; i < r->n_kernels; i++)
+    {
+      const PlKernelTiming *k = &r->kernels[i];
+      if (!strstr (k->ops, "ConvTranspose"))
+        continue;
+      if (k->fallback || strcmp (k->kind, "fallback") == 0 || !k->library || !k->note || !strstr (k->note, "col2im"))
+        g_error ("%s (%s): kind %s, note '%s'", k->name, k->ops, k->kind, k->note ? k->note : "");
+      n++;
+    }
+  return n;
+}
+
+/* One ConvTranspose of the given geometry (2-d unless kernel[2] > 0: 3-d
+ * is not asked for; k1 = 0: 1-d) against the reference, alone and after
+ * fuse-library with a Relu epilogue. */
+typedef struct {
+  const char *dtype;
+  int64_t     batch, c, mg, group, h, w, k0, k1, s0, s1, d0, d1, p[4], op0, op1;
+  bool        bias;
+} ConvT;
+
+static void
+check_conv_transpose (const ConvT *t, guint32 seed)
+{
+  bool one_d = t->k1 == 0;
+  int64_t m = t->mg * t->group;
+  GString *s = g_string_new ("graph ct opset 17 {\n");
+  if (one_d)
+    g_string_append_printf (s, "  input x: %s[%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]\n"
+                            "  const w: %s[%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "] = "
+                            "random(seed=%u, lo=-0.5, hi=0.5)\n", t->dtype, t->batch, t->c, t->h, t->dtype, t->c,
+                            t->mg, t->k0, seed);
+  else
+    g_string_append_printf (s, "  input x: %s[%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %"
+                            G_GINT64_FORMAT "]\n  const w: %s[%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %"
+                            G_GINT64_FORMAT ", %" G_GINT64_FORMAT "] = random(seed=%u, lo=-0.5, hi=0.5)\n", t->dtype,
+                            t->batch, t->c, t->h, t->w, t->dtype, t->c, t->mg, t->k0, t->k1, seed);
+  if (t->bias)
+    g_string_append_printf (s, "  const b: %s[%" G_GINT64_FORMAT "] = random(seed=%u, lo=-1, hi=1)\n", t->dtype, m,
+                            seed + 1);
+  if (one_d)
+    g_string_append_printf (s, "  y = ConvTranspose(x, w%s) {group=%" G_GINT64_FORMAT ", strides=[%" G_GINT64_FORMAT
+                            "], dilations=[%" G_GINT64_FORMAT "], pads=[%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                            "], output_padding=[%" G_GINT64_FORMAT "]}\n", t->bias ? ", b" : "", t->group, t->s0,
+                            t->d0, t->p[0], t->p[2], t->op0);
+  else
+    g_string_append_printf (s, "  y = ConvTranspose(x, w%s) {group=%" G_GINT64_FORMAT ", strides=[%" G_GINT64_FORMAT
+                            ", %" G_GINT64_FORMAT "], dilations=[%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "], pads=[%"
+                            G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                            "], output_padding=[%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]}\n", t->bias ? ", b" : "",
+                            t->group, t->s0, t->s1, t->d0, t->d1, t->p[0], t->p[1], t->p[2], t->p[3], t->op0, t->op1);
+  g_string_append (s, "  r = Relu(y)\n  output y, r\n}\n");
+  g_autoptr (PlGraph) g = pl_test_parse (s->str);
+  g_string_free (s, TRUE);
+  g_autoptr (PlRunReport) r = check_graph (g, seed, 1e-4, 1e-5);
+  g_assert_cmpint (assert_conv_transpose_planned (r), ==, 1);
+  /* fuse-library: a conv_backward_input library node, the col2im result read by the Relu */
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-library");
+  g_autoptr (PlRunReport) rf = check_graph (f, seed, 1e-4, 1e-5);
+  g_assert_cmpint (assert_conv_transpose_planned (rf), ==, 1);
+}
+
+/* ConvTranspose as GEMM + col2im (conv-transpose.c) against the reference:
+ * fixed cases for stride 2, pads, dilation 2, output_padding 1, group 2,
+ * with and without bias, f64 and 1-d; then random geometries. */
+static void
+test_conv_transpose (void)
+{
+  static const ConvT fixed[] = {
+    { "f32", 2, 4, 3, 2, 5, 6, 3, 3, 2, 2, 1, 1, { 1, 1, 1, 1 }, 1, 1, true },
+    { "f32", 1, 3, 2, 1, 6, 5, 3, 2, 1, 2, 2, 2, { 2, 0, 1, 1 }, 0, 1, false },
+    { "f32", 1, 8, 8, 1, 9, 9, 3, 3, 1, 1, 1, 1, { 1, 1, 1, 1 }, 0, 0, false },   /* resnet's backward-input */
+    { "f32", 2, 2, 2, 2, 4, 3, 1, 1, 2, 3, 1, 1, { 0, 0, 0, 0 }, 1, 2, true },
+    { "f64", 2, 4, 2, 2, 5, 4, 2, 3, 2, 1, 2, 1, { 1, 2, 0, 1 }, 1, 0, true },
+    { "f32", 2, 4, 3, 2, 7, 0, 3, 0, 2, 0, 2, 0, { 1, 0, 2, 0 }, 1, 0, true },    /* 1-d */
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS (fixed); i++)
+    check_conv_transpose (&fixed[i], 40 + (guint32) i);
+  g_autoptr (GRand) rand = g_rand_new_with_seed (7);
+  for (guint32 seed = 0; seed < 8; seed++)
+    {
+      ConvT t = { "f32", g_rand_int_range (rand, 1, 3), 0, g_rand_int_range (rand, 1, 4), g_rand_int_range (rand, 1, 3) };
+      t.c = t.group * g_rand_int_range (rand, 1, 4);
+      t.h = g_rand_int_range (rand, 2, 9);
+      t.w = g_rand_int_range (rand, 2, 9);
+      t.k0 = g_rand_int_range (rand, 1, 4);
+      t.k1 = g_rand_int_range (rand, 1, 4);
+      t.s0 = g_rand_int_range (rand, 1, 3);
+      t.s1 = g_rand_int_range (rand, 1, 3);
+      t.d0 = g_rand_int_range (rand, 1, 3);
+      t.d1 = g_rand_int_range (rand, 1, 3);
+      /* pads within the dilated kernel, output_padding below the stride: the output is never empty */
+      int64_t k[2] = { (t.k0 - 1) * t.d0, (t.k1 - 1) * t.d1 };
+      for (int j = 0; j < 4; j++)
+        t.p[j] = g_rand_int_range (rand, 0, (gint32) k[j % 2] / 2 + 1);
+      t.op0 = g_rand_int_range (rand, 0, (gint32) t.s0);
+      t.op1 = g_rand_int_range (rand, 0, (gint32) t.s1);
+      t.bias = g_rand_boolean (rand);
+      check_conv_transpose (&t, 60 + seed);
+    }
+}
+
 /* An op without generated code runs its reference implementation, marked
  * fallback, and its neighbours still run as kernels. */
 static void
@@ -652,6 +760,14 @@ test_swap_budget (gconstpointer data)
   g_assert_no_error (error);
   g_assert_cmpint (r0->n_copies, ==, 0);
   g_assert_cmpint (r0->host_peak_bytes, ==, 0);
+  /* the unswapped step agrees with the reference; a convolution's
+   * backward-input (ConvTranspose) is a planned GEMM + col2im */
+  PlTensor **ref = pl_interp_run (tg, in, NULL, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < tg->outputs->len; i++)
+    pl_test_assert_close (want[i], ref[i], 1e-3, 1e-4);
+  pl_interp_free_outputs (ref, (int) tg->outputs->len);
+  g_assert_cmpint (assert_conv_transpose_planned (r0), ==, g_str_has_prefix (name, "resnet") ? 1 : 0);
   /* the profile the swap pass plans with shares what the runtime shares */
   g_assert_cmpint (count_in_place (r0), >, 0);
   assert_profile_matches (tg, r0);
@@ -1016,6 +1132,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/elementwise-dtypes", test_elementwise_dtypes);
   g_test_add_func ("/Passlab/KernelsCpu/gemm", test_gemm);
   g_test_add_func ("/Passlab/KernelsCpu/conv", test_conv);
+  g_test_add_func ("/Passlab/KernelsCpu/conv-transpose", test_conv_transpose);
   g_test_add_func ("/Passlab/KernelsCpu/fallback", test_fallback);
   g_test_add_func ("/Passlab/KernelsCpu/split-fusion", test_split_fusion);
   g_test_add_func ("/Passlab/KernelsCpu/cache", test_cache);

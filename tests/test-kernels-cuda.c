@@ -215,6 +215,37 @@ test_library (void)
   run_on_gpu (f);
 }
 
+/* ConvTranspose: a cuBLAS GEMM and the generated col2im (a thread per
+ * output gathers), unfused and as fuse-library's backward-input node with
+ * a bias + Relu epilogue; 2-d with stride 2, pads, dilation 2,
+ * output_padding 1 and group 2, f64, and 1-d. */
+static void
+test_conv_transpose (void)
+{
+  if (!have_nvrtc)
+    {
+      g_test_skip ("libnvrtc cannot be loaded");
+      return;
+    }
+  g_autoptr (PlGraph) g = pl_test_parse (
+    "graph ct opset 17 {\n"
+    "  input x: f32[2, 4, 5, 6]\n  input x1: f64[2, 3, 7]\n"
+    "  const w: f32[4, 3, 3, 3] = random(seed=1, lo=-0.5, hi=0.5)\n  const b: f32[6] = [1, 2, 3, 4, 5, 6]\n"
+    "  const w1: f64[3, 2, 3] = random(seed=2, lo=-0.5, hi=0.5)\n"
+    "  y = ConvTranspose(x, w, b) {group=2, strides=[2, 2], dilations=[2, 1], pads=[1, 1, 2, 0], "
+    "output_padding=[1, 1]}\n  r = Relu(y)\n"
+    "  z = ConvTranspose(x1, w1) {strides=[2], pads=[1, 0]}\n  output r, z\n}\n");
+  g_autofree char *src = compile_check (g, 4);   /* y's col2im and bias, r, z's col2im */
+  g_assert_nonnull (strstr (src, "k0_y_col2im (const float *__restrict__ col, float *__restrict__ y, int64_t n)"));
+  g_assert_nonnull (strstr (src, "_col2im (const double *__restrict__ col, double *__restrict__ y, int64_t n)"));
+  g_assert_null (strstr (src, "atomicAdd"));
+  run_on_gpu (g);
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-library");
+  g_autofree char *fsrc = compile_check (f, 3);
+  g_assert_nonnull (strstr (fsrc, "_col2im ("));
+  run_on_gpu (f);
+}
+
 /* In-place sharing (runtime.c): c = Add(a, b) stores its output over a,
  * which it reads last; that pair of pointers is not __restrict__, b still
  * is, and the kernel compiles (and, with a GPU, agrees with the reference:
@@ -290,6 +321,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/mapping", test_mapping);
   g_test_add_func ("/Passlab/KernelsCuda/dtypes-and-reductions", test_dtypes_and_reductions);
   g_test_add_func ("/Passlab/KernelsCuda/library", test_library);
+  g_test_add_func ("/Passlab/KernelsCuda/conv-transpose", test_conv_transpose);
   g_test_add_func ("/Passlab/KernelsCuda/in-place", test_in_place);
   g_test_add_func ("/Passlab/KernelsCuda/unavailable", test_unavailable);
   return g_test_run ();
