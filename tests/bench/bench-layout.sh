@@ -8,10 +8,13 @@
 # GEMM); nchw/nhwc/chwn = the layout pass with force=L (each conv's best
 # impl and tile in that one layout); layout = the pass's own plan. All run
 # in interleaved rounds (median of the rounds' medians), so a change in the
-# machine's load hits every variant alike. Nothing here runs in `make test`.
+# machine's load hits every variant alike, and the plan is compared with each
+# variant round by round (wins, ratio range, sign test). --refine N passes
+# layout.refine=N (default 2): the plan's costs measured in context, not
+# only kernel by kernel. Nothing here runs in `make test`.
 #
 # Usage: tests/bench/bench-layout.sh [BUILD_DIR] [--batches "1 8"] [--rounds K]
-#                                    [--repeat N] [--no-resnet18]
+#                                    [--repeat N] [--refine N] [--no-resnet18]
 set -euo pipefail
 
 SRC="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -21,11 +24,13 @@ BATCHES="1"
 ROUNDS=7
 REPEAT=5
 RESNET18=1
+REFINE=2
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --batches) BATCHES="$2"; shift 2 ;;
     --rounds) ROUNDS="$2"; shift 2 ;;
     --repeat) REPEAT="$2"; shift 2 ;;
+    --refine) REFINE="$2"; shift 2 ;;
     --no-resnet18) RESNET18=0; shift ;;
     *) echo "bench-layout: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -42,8 +47,9 @@ PY=python3
 bench_one () {
   local name="$1" file="$2"
   echo "== $name"
-  "$CLI" bench "$file" --backend cpu --variants "$VARIANTS" --repeat "$REPEAT" --rounds "$ROUNDS" | tail -n +2
-  "$CLI" run "$file" --passes simplify,layout 2>/dev/null | sed -n '/^ *conv  /,/^ *cost sources/p' || true
+  "$CLI" bench "$file" --backend cpu --variants "$VARIANTS" --repeat "$REPEAT" --rounds "$ROUNDS" \
+    --param "layout.refine=$REFINE" | tail -n +2
+  "$CLI" run "$file" --passes "simplify,layout{refine=$REFINE}" 2>/dev/null | sed -n '/^ *conv  /,/^ *cost sources/p' || true
   echo
 }
 
