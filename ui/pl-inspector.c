@@ -249,20 +249,6 @@ clear_box (GtkBox *box)
     gtk_box_remove (box, child);
 }
 
-static GtkWidget *
-plain_label (const char *text, const char *css_class)
-{
-  GtkWidget *l = gtk_label_new (text);
-  gtk_label_set_xalign (GTK_LABEL (l), 0);
-  gtk_label_set_wrap (GTK_LABEL (l), TRUE);
-  gtk_label_set_wrap_mode (GTK_LABEL (l), PANGO_WRAP_WORD_CHAR);
-  gtk_label_set_selectable (GTK_LABEL (l), TRUE);
-  gtk_widget_set_focusable (l, FALSE);
-  if (css_class)
-    gtk_widget_add_css_class (l, css_class);
-  return l;
-}
-
 /* A section: a heading and a grid that rows are added to. */
 static GtkGrid *
 add_section (PlInspector *self, const char *title)
@@ -308,7 +294,7 @@ add_row_widget (GtkGrid *grid, const char *name, GtkWidget *value)
 static void
 add_row (GtkGrid *grid, const char *name, const char *value)
 {
-  add_row_widget (grid, name, plain_label (value, NULL));
+  add_row_widget (grid, name, pl_panel_text_label (value, NULL));
 }
 
 static void
@@ -341,7 +327,7 @@ value_cell (const PlValue *v)
 {
   g_autofree char *type = value_type (v);
   g_autofree char *markup = g_markup_printf_escaped ("%s  <span alpha='60%%'>%s</span>", v->name, type);
-  GtkWidget *l = plain_label (NULL, "monospace");
+  GtkWidget *l = pl_panel_text_label (NULL, "monospace");
   gtk_label_set_markup (GTK_LABEL (l), markup);
   return l;
 }
@@ -363,12 +349,12 @@ add_users (PlInspector *self, GtkBox *box, const KeyTarget *t, const PlValue *v)
         g_autofree char *text = g_strdup_printf ("→ graph output %u", o);
         /* Inside a fusion body, outputs are the fusion node's own outputs. */
         if (t->prefix->len > 0)
-          gtk_box_append (box, plain_label ("→ output of the fusion", "dim-label"));
+          gtk_box_append (box, pl_panel_text_label ("→ output of the fusion", "dim-label"));
         else
           gtk_box_append (box, link_button (self, text, key));
       }
   if (v->n_uses == 0 && !pl_value_is_output (v))
-    gtk_box_append (box, plain_label ("(unused)", "dim-label"));
+    gtk_box_append (box, pl_panel_text_label ("(unused)", "dim-label"));
 }
 
 static GtkWidget *
@@ -389,7 +375,7 @@ show_inputs (PlInspector *self, const KeyTarget *t, const PlNode *node)
       const PlValue *v = node->inputs[i];
       if (!v)
         {
-          add_row_widget (grid, idx, plain_label ("(omitted)", "dim-label"));
+          add_row_widget (grid, idx, pl_panel_text_label ("(omitted)", "dim-label"));
           continue;
         }
       GtkWidget *cell = vbox ();
@@ -409,7 +395,7 @@ show_outputs (PlInspector *self, const KeyTarget *t, const PlNode *node)
       const PlValue *v = node->outputs[i];
       if (!v)
         {
-          add_row_widget (grid, idx, plain_label ("(omitted)", "dim-label"));
+          add_row_widget (grid, idx, pl_panel_text_label ("(omitted)", "dim-label"));
           continue;
         }
       GtkWidget *cell = vbox ();
@@ -502,7 +488,7 @@ show_analysis (PlInspector *self, const PlNode *node, const PlStep *step)
       for (int i = 0; lines[i]; i++)
         if (*lines[i] && strstr (lines[i], node->name)
             && !(block->cells && block->heading && i > 0 && g_str_equal (block->cells[i][0], node->name)))
-          add_row_widget (grid, "report", plain_label (lines[i], "monospace"));
+          add_row_widget (grid, "report", pl_panel_text_label (lines[i], "monospace"));
     }
 }
 
@@ -531,7 +517,7 @@ show_report_row (PlInspector *self, const PlNode *node, const PlStep *step)
               PlLayout l;
               bool chosen = plan && pl_layout_parse (head, &l) && g_str_has_prefix (plan, head);
               g_autofree char *text = chosen ? g_strdup_printf ("%s  ← chosen", value) : g_strdup (value);
-              add_row_widget (grid, head, plain_label (text, chosen ? "report-chosen" : NULL));
+              add_row_widget (grid, head, pl_panel_text_label (text, chosen ? "report-chosen" : NULL));
             }
           return;
         }
@@ -574,7 +560,7 @@ add_layout_rows (GtkGrid *grid, const PlValue *v)
   pl_layout_strides (v->layout, 4, dims, strides);
   g_autofree char *text = g_strdup_printf ("N %" G_GINT64_FORMAT " · C %" G_GINT64_FORMAT " · H %" G_GINT64_FORMAT
                                            " · W %" G_GINT64_FORMAT, strides[0], strides[1], strides[2], strides[3]);
-  add_row_widget (grid, "strides", plain_label (text, "monospace"));
+  add_row_widget (grid, "strides", pl_panel_text_label (text, "monospace"));
 }
 
 static void
@@ -678,7 +664,7 @@ show_node (PlInspector *self, const KeyTarget *t, const PlStep *step)
       if (!attrs)
         attrs = add_section (self, "Attributes");
       g_autofree char *v = format_attr (&node->attrs[i]);
-      add_row_widget (attrs, name, plain_label (v, "monospace"));
+      add_row_widget (attrs, name, pl_panel_text_label (v, "monospace"));
     }
   show_node_layout (self, node, step);
   show_inputs (self, t, node);
@@ -705,7 +691,7 @@ show_value (PlInspector *self, const KeyTarget *t)
     {
       GtkGrid *grid = add_section (self, "Data");
       g_autofree char *sum = pl_tensor_summary (v->constant, 8);
-      add_row_widget (grid, "values", plain_label (sum, "monospace"));
+      add_row_widget (grid, "values", pl_panel_text_label (sum, "monospace"));
     }
   if (t->kind == 'o')
     {

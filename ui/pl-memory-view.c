@@ -227,31 +227,20 @@ compare_bytes_desc (gconstpointer a, gconstpointer b)
 }
 
 static GtkWidget *
-cell (const char *text, int chars, float xalign, gboolean dim, gboolean expand)
-{
-  GtkWidget *l = gtk_label_new (text);
-  gtk_label_set_xalign (GTK_LABEL (l), xalign);
-  gtk_label_set_width_chars (GTK_LABEL (l), chars);
-  gtk_label_set_max_width_chars (GTK_LABEL (l), expand ? 40 : chars);
-  gtk_label_set_ellipsize (GTK_LABEL (l), PANGO_ELLIPSIZE_MIDDLE);
-  gtk_widget_set_hexpand (l, expand);
-  if (dim)
-    gtk_widget_add_css_class (l, "dim-label");
-  return l;
-}
-
-static GtkWidget *
 live_row (const char *name, const char *shape, const char *bytes, const char *producer, const char *where,
           gboolean header, gboolean host)
 {
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
   gtk_widget_set_margin_start (box, 6);
   gtk_widget_set_margin_end (box, 6);
-  gtk_box_append (GTK_BOX (box), cell (name, 12, 0, FALSE, TRUE));
-  gtk_box_append (GTK_BOX (box), cell (shape, 15, 0, !header, FALSE));
-  gtk_box_append (GTK_BOX (box), cell (bytes, 9, 1, FALSE, FALSE));
-  gtk_box_append (GTK_BOX (box), cell (producer, 12, 0, !header, FALSE));
-  GtkWidget *w = cell (where, 6, 0, FALSE, FALSE);
+  GtkWidget *name_cell = pl_panel_cell (name, 12, 0, FALSE);
+  gtk_label_set_max_width_chars (GTK_LABEL (name_cell), 40);
+  gtk_widget_set_hexpand (name_cell, TRUE);
+  gtk_box_append (GTK_BOX (box), name_cell);
+  gtk_box_append (GTK_BOX (box), pl_panel_cell (shape, 15, 0, !header));
+  gtk_box_append (GTK_BOX (box), pl_panel_cell (bytes, 9, 1, FALSE));
+  gtk_box_append (GTK_BOX (box), pl_panel_cell (producer, 12, 0, !header));
+  GtkWidget *w = pl_panel_cell (where, 6, 0, FALSE);
   if (host)
     gtk_widget_add_css_class (w, "memory-host");
   gtk_box_append (GTK_BOX (box), w);
@@ -505,12 +494,7 @@ pl_memory_view_init (PlMemoryView *self)
   self->live = g_ptr_array_new ();
   curve_clear (&self->curves[PL_MEMORY_BEFORE]);
   curve_clear (&self->curves[PL_MEMORY_AFTER]);
-  gtk_orientable_set_orientation (GTK_ORIENTABLE (self), GTK_ORIENTATION_VERTICAL);
-  gtk_box_set_spacing (GTK_BOX (self), 6);
-  gtk_widget_set_margin_start (GTK_WIDGET (self), 6);
-  gtk_widget_set_margin_end (GTK_WIDGET (self), 6);
-  gtk_widget_set_margin_top (GTK_WIDGET (self), 6);
-  gtk_widget_set_margin_bottom (GTK_WIDGET (self), 6);
+  pl_panel_init_box (GTK_BOX (self));
 
   self->summary = GTK_LABEL (gtk_label_new (NULL));
   gtk_label_set_xalign (self->summary, 0);
@@ -523,13 +507,9 @@ pl_memory_view_init (PlMemoryView *self)
   gtk_widget_set_hexpand (GTK_WIDGET (self->chart), TRUE);
   gtk_widget_set_vexpand (GTK_WIDGET (self->chart), TRUE);
   g_signal_connect (self->chart, "point-activated", G_CALLBACK (on_point_activated), self);
-  GtkWidget *paned = gtk_paned_new (GTK_ORIENTATION_HORIZONTAL);
-  gtk_paned_set_start_child (GTK_PANED (paned), GTK_WIDGET (self->chart));
-  gtk_paned_set_end_child (GTK_PANED (paned), build_live (self));
-  gtk_paned_set_shrink_start_child (GTK_PANED (paned), FALSE);
-  gtk_paned_set_shrink_end_child (GTK_PANED (paned), FALSE);
+  /* at 560 px; a wider window widens the chart */
+  GtkWidget *paned = pl_panel_paned (GTK_ORIENTATION_HORIZONTAL, GTK_WIDGET (self->chart), build_live (self), 560);
   gtk_paned_set_resize_end_child (GTK_PANED (paned), FALSE);
-  gtk_paned_set_position (GTK_PANED (paned), 560);  /* a wider window widens the chart */
   gtk_widget_set_vexpand (paned, TRUE);
   gtk_box_append (GTK_BOX (self), paned);
 

@@ -303,13 +303,7 @@ typedef struct {
 static GtkWidget *
 text_label (const char *text)
 {
-  GtkWidget *l = gtk_label_new (text);
-  gtk_label_set_xalign (GTK_LABEL (l), 0);
-  gtk_label_set_wrap (GTK_LABEL (l), TRUE);
-  gtk_label_set_wrap_mode (GTK_LABEL (l), PANGO_WRAP_WORD_CHAR);
-  gtk_label_set_selectable (GTK_LABEL (l), TRUE);
-  gtk_widget_set_focusable (l, FALSE);
-  gtk_widget_add_css_class (l, "monospace");
+  GtkWidget *l = pl_panel_text_label (text, "monospace");
   gtk_widget_add_css_class (l, "inspector-report");
   return l;
 }

@@ -208,19 +208,6 @@ on_canvas_selection_changed (PlGraphCanvas *canvas, const char *key, PlRunPanel 
 /* --- showing a report ---------------------------------------------------------------------- */
 
 static GtkWidget *
-cell (const char *text, int chars, float xalign, gboolean dim)
-{
-  GtkWidget *l = gtk_label_new (text);
-  gtk_label_set_xalign (GTK_LABEL (l), xalign);
-  gtk_label_set_width_chars (GTK_LABEL (l), chars);
-  gtk_label_set_max_width_chars (GTK_LABEL (l), chars);
-  gtk_label_set_ellipsize (GTK_LABEL (l), PANGO_ELLIPSIZE_MIDDLE);
-  if (dim)
-    gtk_widget_add_css_class (l, "dim-label");
-  return l;
-}
-
-static GtkWidget *
 table_row (const char *name, const char *ops, const char *ms, const char *bytes, const char *gbps,
            const char *kind, gboolean header)
 {
@@ -229,16 +216,16 @@ table_row (const char *name, const char *ops, const char *ms, const char *bytes,
   gtk_widget_set_margin_end (box, 6);
   gtk_widget_set_margin_top (box, 2);
   gtk_widget_set_margin_bottom (box, 2);
-  gtk_box_append (GTK_BOX (box), cell (name, 12, 0, FALSE));
-  GtkWidget *ops_cell = cell (ops, 10, 0, !header);
+  gtk_box_append (GTK_BOX (box), pl_panel_cell (name, 12, 0, FALSE));
+  GtkWidget *ops_cell = pl_panel_cell (ops, 10, 0, !header);
   gtk_label_set_max_width_chars (GTK_LABEL (ops_cell), 60);
   gtk_label_set_ellipsize (GTK_LABEL (ops_cell), PANGO_ELLIPSIZE_END);
   gtk_widget_set_hexpand (ops_cell, TRUE);
   gtk_box_append (GTK_BOX (box), ops_cell);
-  gtk_box_append (GTK_BOX (box), cell (ms, 9, 1, FALSE));
-  gtk_box_append (GTK_BOX (box), cell (bytes, 9, 1, FALSE));
-  gtk_box_append (GTK_BOX (box), cell (gbps, 6, 1, FALSE));
-  gtk_box_append (GTK_BOX (box), cell (kind, 7, 0, !header));
+  gtk_box_append (GTK_BOX (box), pl_panel_cell (ms, 9, 1, FALSE));
+  gtk_box_append (GTK_BOX (box), pl_panel_cell (bytes, 9, 1, FALSE));
+  gtk_box_append (GTK_BOX (box), pl_panel_cell (gbps, 6, 1, FALSE));
+  gtk_box_append (GTK_BOX (box), pl_panel_cell (kind, 7, 0, !header));
   if (header)
     gtk_widget_add_css_class (box, "heading");
   return box;
@@ -662,12 +649,9 @@ build_tool_row (PlRunPanel *self)
 
   self->spinner = GTK_SPINNER (gtk_spinner_new ());
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->spinner));
-  self->status_label = GTK_LABEL (gtk_label_new ("Run the step to time its kernels."));
-  gtk_label_set_xalign (self->status_label, 0);
-  gtk_label_set_ellipsize (self->status_label, PANGO_ELLIPSIZE_END);
+  self->status_label = pl_panel_status_label ("Run the step to time its kernels.");
   gtk_label_set_selectable (self->status_label, TRUE);
   gtk_widget_set_focusable (GTK_WIDGET (self->status_label), FALSE);
-  gtk_widget_set_hexpand (GTK_WIDGET (self->status_label), TRUE);
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->status_label));
   return row;
 }
@@ -748,36 +732,19 @@ build_code (PlRunPanel *self)
   return box;
 }
 
-static GtkWidget *
-paned (GtkOrientation orientation, GtkWidget *start, GtkWidget *end, int position)
-{
-  GtkWidget *p = gtk_paned_new (orientation);
-  gtk_paned_set_start_child (GTK_PANED (p), start);
-  gtk_paned_set_end_child (GTK_PANED (p), end);
-  gtk_paned_set_shrink_start_child (GTK_PANED (p), FALSE);
-  gtk_paned_set_shrink_end_child (GTK_PANED (p), FALSE);
-  gtk_paned_set_position (GTK_PANED (p), position);
-  return p;
-}
-
 static void
 pl_run_panel_init (PlRunPanel *self)
 {
   self->selected = -1;
   self->cancellable = g_cancellable_new ();
   self->annotated = g_ptr_array_new_with_free_func (g_free);
-  gtk_orientable_set_orientation (GTK_ORIENTABLE (self), GTK_ORIENTATION_VERTICAL);
-  gtk_box_set_spacing (GTK_BOX (self), 6);
-  gtk_widget_set_margin_start (GTK_WIDGET (self), 6);
-  gtk_widget_set_margin_end (GTK_WIDGET (self), 6);
-  gtk_widget_set_margin_top (GTK_WIDGET (self), 6);
-  gtk_widget_set_margin_bottom (GTK_WIDGET (self), 6);
+  pl_panel_init_box (GTK_BOX (self));
   gtk_box_append (GTK_BOX (self), build_tool_row (self));
   gtk_box_append (GTK_BOX (self), build_timeline (self));
   /* left: the table over the bar chart; right: the memory chart over the code */
-  GtkWidget *left = paned (GTK_ORIENTATION_VERTICAL, build_table (self), build_time_chart (self), 120);
-  GtkWidget *right = paned (GTK_ORIENTATION_VERTICAL, build_memory_chart (self), build_code (self), 140);
-  GtkWidget *all = paned (GTK_ORIENTATION_HORIZONTAL, left, right, 470);
+  GtkWidget *left = pl_panel_paned (GTK_ORIENTATION_VERTICAL, build_table (self), build_time_chart (self), 120);
+  GtkWidget *right = pl_panel_paned (GTK_ORIENTATION_VERTICAL, build_memory_chart (self), build_code (self), 140);
+  GtkWidget *all = pl_panel_paned (GTK_ORIENTATION_HORIZONTAL, left, right, 470);
   gtk_widget_set_vexpand (all, TRUE);
   gtk_box_append (GTK_BOX (self), all);
   /* The cpu backend where it can run, else the interpreter. */

@@ -556,10 +556,7 @@ build_tool_row (PlTunePanel *self)
 
   self->spinner = GTK_SPINNER (gtk_spinner_new ());
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->spinner));
-  self->status_label = GTK_LABEL (gtk_label_new ("Pick a convolution and tune its kernel's tile."));
-  gtk_label_set_xalign (self->status_label, 0);
-  gtk_label_set_ellipsize (self->status_label, PANGO_ELLIPSIZE_END);
-  gtk_widget_set_hexpand (GTK_WIDGET (self->status_label), TRUE);
+  self->status_label = pl_panel_status_label ("Pick a convolution and tune its kernel's tile.");
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->status_label));
   return row;
 }
@@ -591,11 +588,7 @@ build_body (PlTunePanel *self)
   gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (sw), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (sw), right);
 
-  GtkWidget *p = gtk_paned_new (GTK_ORIENTATION_HORIZONTAL);
-  gtk_paned_set_start_child (GTK_PANED (p), left);
-  gtk_paned_set_end_child (GTK_PANED (p), sw);
-  gtk_paned_set_shrink_start_child (GTK_PANED (p), FALSE);
-  gtk_paned_set_shrink_end_child (GTK_PANED (p), FALSE);
+  GtkWidget *p = pl_panel_paned (GTK_ORIENTATION_HORIZONTAL, left, sw, -1);
   gtk_paned_set_resize_end_child (GTK_PANED (p), FALSE);
   gtk_widget_set_size_request (sw, 300, -1);
   gtk_widget_set_vexpand (p, TRUE);
@@ -607,12 +600,7 @@ pl_tune_panel_init (PlTunePanel *self)
 {
   self->cancellable = g_cancellable_new ();
   self->conv_keys = g_ptr_array_new_with_free_func (g_free);
-  gtk_orientable_set_orientation (GTK_ORIENTABLE (self), GTK_ORIENTATION_VERTICAL);
-  gtk_box_set_spacing (GTK_BOX (self), 6);
-  gtk_widget_set_margin_start (GTK_WIDGET (self), 6);
-  gtk_widget_set_margin_end (GTK_WIDGET (self), 6);
-  gtk_widget_set_margin_top (GTK_WIDGET (self), 6);
-  gtk_widget_set_margin_bottom (GTK_WIDGET (self), 6);
+  pl_panel_init_box (GTK_BOX (self));
   gtk_box_append (GTK_BOX (self), build_tool_row (self));
   gtk_box_append (GTK_BOX (self), build_body (self));
   g_signal_connect (self->conv_dropdown, "notify::selected", G_CALLBACK (on_conv_picked), self);
