@@ -8,11 +8,12 @@
 #include "swap-private.h"
 
 /* Whether node runs a convolution (alone or in a fusion): the runtime's
- * im2col and packed weights live beside its inputs and outputs. */
+ * im2col (ConvTranspose: column matrix) and packed weights live beside its
+ * inputs and outputs. */
 bool
 pl_swap_runs_conv (const PlNode *node)
 {
-  if (node->op == PL_OP_Conv)
+  if (node->op == PL_OP_Conv || node->op == PL_OP_ConvTranspose)
     return true;
   for (guint i = 0; node->body && i < node->body->nodes->len; i++)
     if (pl_swap_runs_conv (node->body->nodes->pdata[i]))
