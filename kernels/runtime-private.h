@@ -1,7 +1,8 @@
-/* runtime-private.h — the executable's insides, shared by runtime.c
- * (building: kernel plans, buffers, the memory plan, compiling) and
- * runtime-run.c (running: launches, timings, the memory timeline, reports).
- * Internal to kernels/. */
+/* runtime-private.h — the executable's insides, shared by the files that
+ * build it (runtime.c, runtime-build.c: kernel plans, steps and buffers;
+ * runtime-memory.c: the memory plan; runtime-compile.c: the code;
+ * runtime-query.c) and runtime-run.c (running: launches, timings, the
+ * memory timeline, reports). Internal to kernels/. */
 #pragma once
 
 #include "backend.h"
@@ -104,10 +105,47 @@ struct _PlExecutable {
   guint64           cu_arena;
 };
 
+static inline Buffer *
+pl_runtime_buf (PlExecutable *e, int b)
+{
+  return &g_array_index (e->bufs, Buffer, b);
+}
+
+static inline Step *
+pl_runtime_step (PlExecutable *e, int s)
+{
+  return &g_array_index (e->steps, Step, s);
+}
+
+/* The buffer whose memory b is: b, or the root of its chain of aliases. */
+static inline int
+pl_runtime_root (PlExecutable *e, int b)
+{
+  while (b >= 0 && pl_runtime_buf (e, b)->kind == BUF_ALIAS)
+    b = pl_runtime_buf (e, b)->alias_of;
+  return b;
+}
+
+/* runtime-build.c: plans, steps and buffers for every node (in-place
+ * sharing included); a kernel's scratch buffer of `bytes` */
+bool       pl_runtime_build           (PlExecutable *e, GError **error);
+int        pl_runtime_scratch_buffer  (PlExecutable *e, int64_t bytes, const char *name);
+/* runtime-memory.c: outputs stored over inputs that die; the arena and host
+ * pool offsets, the peak and the workspace; whether the arena fits the budget */
+void       pl_runtime_share_in_place  (PlExecutable *e);
+void       pl_runtime_plan_memory     (PlExecutable *e);
+bool       pl_runtime_check_budget    (PlExecutable *e, GError **error);
+/* runtime-compile.c: the source of every step (cuda: for n_sms SMs), compiled
+ * and looked up; on cuda, constants uploaded and the arena allocated */
+void       pl_runtime_generate_cpu    (PlExecutable *e);
+bool       pl_runtime_compile_cpu     (PlExecutable *e, GError **error);
+void       pl_runtime_generate_cuda   (PlExecutable *e, int n_sms);
+bool       pl_runtime_compile_cuda    (PlExecutable *e, GError **error);
+bool       pl_runtime_upload_cuda     (PlExecutable *e, GError **error);
 /* runtime-run.c: a host copy of a tensor of dtype/rank/dims from one layout to another */
 void       pl_runtime_relayout      (PlDType dtype, int rank, const int64_t *dims, PlLayout from, PlLayout to,
                                      const void *src, void *dst);
-/* runtime.c: the weights of a CONV step in the order its kernel reads them */
+/* runtime-build.c: the weights of a CONV step in the order its kernel reads them */
 void       pl_runtime_pack_weights  (const Step *st, const void *w_oihw, void *packed);
 /* runtime-run.c */
 PlTensor **pl_runtime_run_reference (PlExecutable *e, PlTensor *const *inputs, int repeat, PlRunReport **report,
