@@ -38,26 +38,6 @@ now_ms (void)
   return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
 }
 
-static Buffer *
-buf (PlExecutable *e, int b)
-{
-  return &g_array_index (e->bufs, Buffer, b);
-}
-
-static Step *
-step_at (PlExecutable *e, int s)
-{
-  return &g_array_index (e->steps, Step, s);
-}
-
-static int
-root_of (PlExecutable *e, int b)
-{
-  while (b >= 0 && buf (e, b)->kind == BUF_ALIAS)
-    b = buf (e, b)->alias_of;
-  return b;
-}
-
 static int
 cmp_double (const void *a, const void *b)
 {
@@ -97,7 +77,7 @@ check_inputs (const PlGraph *g, PlTensor *const *inputs, GError **error)
 static void *
 host_ptr (PlExecutable *e, int b, PlTensor *const *inputs)
 {
-  Buffer *r = buf (e, root_of (e, b));
+  Buffer *r = pl_runtime_buf (e, pl_runtime_root (e, b));
   switch (r->kind)
     {
     case BUF_CONST: return r->constant->data;
@@ -108,13 +88,13 @@ host_ptr (PlExecutable *e, int b, PlTensor *const *inputs)
 static bool
 on_host (PlExecutable *e, int b)
 {
-  return e->backend == PL_BACKEND_CPU || buf (e, root_of (e, b))->host;
+  return e->backend == PL_BACKEND_CPU || pl_runtime_buf (e, pl_runtime_root (e, b))->host;
 }
 
 static guint64
 dev_ptr (PlExecutable *e, int b)
 {
-  Buffer *r = buf (e, root_of (e, b));
+  Buffer *r = pl_runtime_buf (e, pl_runtime_root (e, b));
   return r->kind == BUF_CONST ? r->device : e->cu_arena + (guint64) r->offset;
 }
 
@@ -161,8 +141,8 @@ pl_runtime_relayout (PlDType dtype, int rank, const int64_t *dims, PlLayout from
 static PlTensor *
 buffer_tensor (PlExecutable *e, int b, PlTensor *const *inputs G_GNUC_UNUSED, GError **error)
 {
-  Buffer *x = buf (e, b);
-  Buffer *r = buf (e, root_of (e, b));
+  Buffer *x = pl_runtime_buf (e, b);
+  Buffer *r = pl_runtime_buf (e, pl_runtime_root (e, b));
   if (r->kind == BUF_CONST && !r->owned && x->rank == r->constant->rank && x->dtype == r->constant->dtype)
     return pl_tensor_ref (r->constant);
   PlTensor *t = pl_tensor_new (x->dtype, x->rank, x->dims, error);
@@ -189,7 +169,7 @@ buffer_tensor (PlExecutable *e, int b, PlTensor *const *inputs G_GNUC_UNUSED, GE
 static bool
 store_tensor (PlExecutable *e, int b, const PlTensor *t, GError **error)
 {
-  Buffer *x = buf (e, b);
+  Buffer *x = pl_runtime_buf (e, b);
   if (!t || (int64_t) pl_tensor_nbytes (t) != x->bytes || t->dtype != x->dtype)
     {
       g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "a fallback produced the wrong type for '%s'", x->name);
@@ -255,7 +235,7 @@ exec_cpu (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
   if (st->copy)
     {
       /* a swap copy: arena <-> host pool, synchronous (reordered if the two values' layouts differ) */
-      Buffer *src = buf (e, st->in_bufs[0]), *dst = buf (e, st->out_bufs[0]);
+      Buffer *src = pl_runtime_buf (e, st->in_bufs[0]), *dst = pl_runtime_buf (e, st->out_bufs[0]);
       if (src->layout != dst->layout)
         pl_runtime_relayout (dst->dtype, dst->rank, dst->dims, src->layout, dst->layout,
                              host_ptr (e, st->in_bufs[0], inputs), host_ptr (e, st->out_bufs[0], inputs));
@@ -265,7 +245,7 @@ exec_cpu (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
     }
   if (st->convert)
     {
-      Buffer *x = buf (e, st->in_bufs[0]);
+      Buffer *x = pl_runtime_buf (e, st->in_bufs[0]);
       if (x->dtype != (st->convert == CONVERT_F16 ? PL_DTYPE_F32 : PL_DTYPE_F16))
         return run_fallback (e, st, inputs, error);   /* the evaluator names the wrong dtype */
       int64_t n = x->bytes / (int64_t) pl_dtype_size (x->dtype);
@@ -323,7 +303,7 @@ exec_cpu (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
 static bool
 pack_on_host (PlExecutable *e, Step *st, GError **error)
 {
-  Buffer *src = buf (e, st->pack_src), *dst = buf (e, st->pack_buf);
+  Buffer *src = pl_runtime_buf (e, st->pack_src), *dst = pl_runtime_buf (e, st->pack_buf);
   g_autofree void *w = g_malloc (MAX (src->bytes, 1)), *packed = g_malloc (MAX (dst->bytes, 1));
   if (!pl_cuda_download (e->cuda, w, dev_ptr (e, st->pack_src), (size_t) src->bytes, error))
     return false;
@@ -411,7 +391,7 @@ memory_deltas (PlExecutable *e, bool host, int64_t *alloc, int64_t *freed)
   int n = (int) e->steps->len;
   for (guint i = 0; i < e->bufs->len; i++)
     {
-      Buffer *b = buf (e, (int) i);
+      Buffer *b = pl_runtime_buf (e, (int) i);
       if ((b->kind != BUF_TEMP && b->kind != BUF_INPUT) || b->last < 0 || (b->kind == BUF_TEMP && b->first < 0) ||
           b->host != host)
         continue;
@@ -465,10 +445,10 @@ make_report (PlExecutable *e, int runs, const double *dur, const double *start, 
   g_autofree double *wt = g_memdup2 (wait + 1, sizeof (double) * MAX (timed, 1));
   r->wait_ms = median (wt, timed);
   for (int s = 0; s < n_steps; s++)
-    if (step_at (e, s)->copy)
+    if (pl_runtime_step (e, s)->copy)
       {
         r->n_copies++;
-        r->copy_bytes += buf (e, step_at (e, s)->out_bufs[0])->bytes;
+        r->copy_bytes += pl_runtime_buf (e, pl_runtime_step (e, s)->out_bufs[0])->bytes;
       }
 
   /* the last run's launches and memory */
@@ -476,7 +456,7 @@ make_report (PlExecutable *e, int runs, const double *dur, const double *start, 
   r->events = g_new0 (PlTraceEvent, MAX (n_steps, 1));
   for (int s = 0; s < n_steps; s++)
     {
-      Step *st = step_at (e, s);
+      Step *st = pl_runtime_step (e, s);
       if (st->plan->kind == PL_PLAN_ALIAS)
         continue;
       Entry *en = &g_array_index (e->entries, Entry, st->entry);
@@ -512,8 +492,9 @@ make_report (PlExecutable *e, int runs, const double *dur, const double *start, 
   r->workspace_bytes = e->workspace_bytes;
   r->device_budget = e->device_budget;
   for (guint i = 0; i < e->bufs->len; i++)
-    if (buf (e, (int) i)->kind == BUF_CONST && buf (e, (int) i)->last >= 0)
-      r->param_bytes += buf (e, (int) i)->bytes;   /* what the kernels read (packed weights, not their source) */
+    if (pl_runtime_buf (e, (int) i)->kind == BUF_CONST && pl_runtime_buf (e, (int) i)->last >= 0)
+      /* what the kernels read (packed weights, not their source) */
+      r->param_bytes += pl_runtime_buf (e, (int) i)->bytes;
   return r;
 }
 
@@ -524,7 +505,7 @@ upload_inputs (PlExecutable *e, PlTensor *const *inputs, GError **error)
 {
   for (guint i = 0; i < e->bufs->len; i++)
     {
-      Buffer *b = buf (e, (int) i);
+      Buffer *b = pl_runtime_buf (e, (int) i);
       if (b->kind != BUF_INPUT || b->offset < 0)
         continue;
       if (b->layout != PL_LAYOUT_NCHW)
@@ -564,9 +545,9 @@ must_wait (PlExecutable *e, Step *st, Step *cp)
   PlKernelPlan *p = st->plan;
   if (cp->copy == COPY_IN)
     {
-      int dst = root_of (e, cp->out_bufs[0]);
+      int dst = pl_runtime_root (e, cp->out_bufs[0]);
       for (guint k = 0; k < p->inputs->len; k++)
-        if (st->in_bufs[k] >= 0 && root_of (e, st->in_bufs[k]) == dst)
+        if (st->in_bufs[k] >= 0 && pl_runtime_root (e, st->in_bufs[k]) == dst)
           return true;
     }
   for (int k = 0; k < st->node->n_controls; k++)
@@ -574,13 +555,13 @@ must_wait (PlExecutable *e, Step *st, Step *cp)
       return true;
   if (cp->copy == COPY_OUT)
     {
-      Buffer *src = buf (e, root_of (e, cp->in_bufs[0]));
+      Buffer *src = pl_runtime_buf (e, pl_runtime_root (e, cp->in_bufs[0]));
       int extra[3] = { st->lib_buf, st->col_buf, st->scratch_buf };
       for (guint k = 0; k < p->outputs->len; k++)
-        if (st->out_bufs[k] >= 0 && ranges_overlap (buf (e, root_of (e, st->out_bufs[k])), src))
+        if (st->out_bufs[k] >= 0 && ranges_overlap (pl_runtime_buf (e, pl_runtime_root (e, st->out_bufs[k])), src))
           return true;
       for (int k = 0; k < 3; k++)
-        if (extra[k] >= 0 && ranges_overlap (buf (e, extra[k]), src))
+        if (extra[k] >= 0 && ranges_overlap (pl_runtime_buf (e, extra[k]), src))
           return true;
     }
   return false;
@@ -591,21 +572,22 @@ static bool
 run_cuda_step (PlExecutable *e, int s, bool *pending, bool *waited, PlTensor *const *inputs, GError **error)
 {
   int n = (int) e->steps->len;
-  Step *st = step_at (e, s);
+  Step *st = pl_runtime_step (e, s);
   if (st->copy)
     {
       bool out = st->copy == COPY_OUT;
       int hb = out ? st->out_bufs[0] : st->in_bufs[0], db = out ? st->in_bufs[0] : st->out_bufs[0];
       if (!pl_cuda_record (e->cuda, EV_ISSUE (n) + s, error) ||
           !pl_cuda_copy_async (e->cuda, out, host_ptr (e, hb, inputs), dev_ptr (e, db),
-                               (size_t) buf (e, st->out_bufs[0])->bytes, EV_ISSUE (n) + s, 2 * s + 1, 2 * s + 2, error))
+                               (size_t) pl_runtime_buf (e, st->out_bufs[0])->bytes, EV_ISSUE (n) + s, 2 * s + 1,
+                               2 * s + 2, error))
         return false;
       pending[s] = true;
       return true;
     }
   waited[s] = false;
   for (int c = 0; c < s; c++)
-    if (pending[c] && must_wait (e, st, step_at (e, c)))
+    if (pending[c] && must_wait (e, st, pl_runtime_step (e, c)))
       {
         if (!waited[s] && !pl_cuda_record (e->cuda, EV_WAIT (n) + 2 * s, error))
           return false;
@@ -639,7 +621,7 @@ run_once (PlExecutable *e, PlTensor *const *inputs, double *dur, double *start, 
   g_autofree bool *waited = cuda ? g_new0 (bool, MAX (n, 1)) : NULL;
   for (int s = 0; s < n; s++)
     {
-      Step *st = step_at (e, s);
+      Step *st = pl_runtime_step (e, s);
       if (cuda)
         {
           if (!run_cuda_step (e, s, pending, waited, inputs, error))
@@ -670,7 +652,7 @@ run_once (PlExecutable *e, PlTensor *const *inputs, double *dur, double *start, 
             return false;
           dur[s] = ms;
           *total = MAX (*total, start[s] + dur[s]);
-          if (step_at (e, s)->copy)
+          if (pl_runtime_step (e, s)->copy)
             *copy += ms;
           if (waited[s])
             {
