@@ -92,6 +92,15 @@ pl_mul_overflow (int64_t a, int64_t b, int64_t *out)
 }
 
 int64_t
+pl_dims_product (int n, const int64_t *dims)
+{
+  int64_t p = 1;
+  for (int d = 0; d < n; d++)
+    p *= dims[d];
+  return p;
+}
+
+int64_t
 pl_shape_numel (const PlShape *s)
 {
   int64_t n = 1;

@@ -40,6 +40,8 @@ bool    pl_shape_is_static (const PlShape *s);   /* known rank, all dims static 
 bool    pl_shape_equal     (const PlShape *a, const PlShape *b);
 /* Element count of a static shape, -1 if not static or on overflow. */
 int64_t pl_shape_numel     (const PlShape *s);
+/* The product of dims[0..n) (1 for n = 0). */
+int64_t pl_dims_product    (int n, const int64_t *dims);
 /* Copies the static sizes into dims (PL_MAX_RANK entries); false if not static. */
 bool    pl_shape_get_dims  (const PlShape *s, int64_t *dims);
 /* "[2, N, ?, 4]"; "[]" for scalars, "[*]" for unknown rank. Free with g_free. */

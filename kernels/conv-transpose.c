@@ -26,15 +26,6 @@
 /* Work (matrix elements) below this runs on one thread (as codegen-c.c's PARALLEL_MIN). */
 #define PARALLEL_MIN 32768
 
-static int64_t
-product (int n, const int64_t *v)
-{
-  int64_t p = 1;
-  for (int d = 0; d < n; d++)
-    p *= v[d];
-  return p;
-}
-
 int64_t
 pl_conv_transpose_image_cols (const PlConvDesc *c)
 {
@@ -46,7 +37,7 @@ pl_conv_transpose_emit_c (GString *out, const PlConvDesc *c, const char *name)
 {
   const char *t = pl_plan_ctype (c->dtype);
   int n = c->n, L = n - 1, ind = 0;
-  int64_t mg = c->c_out / c->group, kprod = product (n, c->kernel), osz = product (n, c->out);
+  int64_t mg = c->c_out / c->group, kprod = pl_dims_product (n, c->kernel), osz = pl_dims_product (n, c->out);
   int64_t rows = pl_cpu_conv_nchw_rows (c), chunks = (c->in[0] + rows - 1) / rows, inner = c->col_cols / c->in[0];
   g_string_append_printf (out, "/* %s: col2im of a ConvTranspose (NCHW), scatter-add per output channel */\n", name);
   pl_codegen_line (out, ind, "void %s (const %s *restrict col, %s *restrict y, int64_t n, int64_t g)", name, t, t);
@@ -108,7 +99,7 @@ pl_conv_transpose_emit_c (GString *out, const PlConvDesc *c, const char *name)
     pl_codegen_line (out, ind, "const %s *cc = cr - lo;", t);
   else
     pl_codegen_line (out, ind, "const %s *cc = cr + (%s - lo * %" G_GINT64_FORMAT ") * %" G_GINT64_FORMAT ";", t, cix,
-                     product (L - 1, c->in + 1), c->in[L]);
+                     pl_dims_product (L - 1, c->in + 1), c->in[L]);
   pl_codegen_line (out, ind, "#pragma omp simd");
   pl_codegen_line (out, ind, "for (int64_t i = a; i < b; i++)");
   if (s == 1)
@@ -129,7 +120,7 @@ pl_conv_transpose_emit_cuda (GString *out, const PlConvDesc *c, const char *name
 {
   const char *t = pl_plan_ctype (c->dtype);
   int n = c->n, ind = 0;
-  int64_t kprod = product (n, c->kernel), osz = product (n, c->out), total = c->c_out * osz;
+  int64_t kprod = pl_dims_product (n, c->kernel), osz = pl_dims_product (n, c->out), total = c->c_out * osz;
   g_string_append_printf (out, "/* %s: col2im of a ConvTranspose (NCHW), a thread per output gathers */\n", name);
   pl_codegen_line (out, ind, "extern \"C\" __global__ void __launch_bounds__ (256) %s (const %s *__restrict__ col, "
                    "%s *__restrict__ y, int64_t n)", name, t, t);

@@ -436,15 +436,6 @@ pl_lower_value_dims (const PlValue *v, int64_t *dims)
   return v && pl_shape_get_dims (&v->shape, dims);
 }
 
-static int64_t
-elem_count (int rank, const int64_t *dims)
-{
-  int64_t n = 1;
-  for (int k = 0; k < rank; k++)
-    n *= dims[k];
-  return n;
-}
-
 bool
 pl_lower_dims_equal (int ra, const int64_t *a, int rb, const int64_t *b)
 {
@@ -467,7 +458,7 @@ add_store (PlLower *L, int slot, PlValue *v)
       s.value = pl_lower_value (L, v, L->coords);
       s.index = pl_lower_offset (L, v, L->coords);
     }
-  else if (elem_count (r, d) == elem_count (L->rank, L->dims))
+  else if (pl_dims_product (r, d) == pl_dims_product (L->rank, L->dims))
     {
       /* as many elements as D, in another shape (a group norm's result,
        * reshaped back from the [N, G, C/G*H*W] rows to [N, C, H, W]): D's
