@@ -13,7 +13,9 @@
 #
 # --processes P runs the whole bench P times, each a new process that plans
 # again (from the cached calibration) and measures again, and counts in how
-# many the plan beat every single-layout plan: on a shared machine, load
+# many the plan beat every single-layout plan (a process where the plan is the
+# very graph of a single-layout plan is not counted: their difference is
+# noise), and each variant's median over the processes: on a shared machine, load
 # bursts last seconds and hit one variant's rounds more than another's, so
 # whole repetitions are the honest unit. --refine N passes layout.refine=N
 # (default 0): the plan's costs measured again in context, which on a noisy
@@ -66,15 +68,23 @@ bench_one () {
   "$PY" - "$TMP" "$PROCESSES" <<'TALLY'
 import json, statistics, sys
 tmp, n = sys.argv[1], int(sys.argv[2])
-wins, ratios = 0, []
+wins, same, ratios, times = 0, 0, [], {}
 for p in range(1, n + 1):
     v = {r["name"]: r for r in json.load(open(f"{tmp}/run-{p}.json"))["variants"] if "ms" in r}
+    for k, r in v.items():
+        times.setdefault(k, []).append(r["ms"])
     singles = [k for k in ("nchw", "nhwc", "chwn") if k in v]
     if "layout" not in v or not singles:
+        continue
+    if v["layout"].get("same_graph_as") in singles:   # their difference is noise, not a result
+        same += 1
         continue
     best = min(singles, key=lambda k: v[k]["ms"])
     ratios.append(v[best]["ms"] / v["layout"]["ms"])
     wins += v["layout"]["ms"] < v[best]["ms"]
+print("medians over the processes: " + ", ".join(f"{k} {statistics.median(t):.1f} ms" for k, t in times.items()))
+if same:
+    print(f"in {same} process(es) the plan was the same graph as a single-layout plan: not compared")
 if ratios:
     print(f"over {len(ratios)} process(es): the plan beat every single-layout plan in {wins}; "
           f"fastest single-layout plan's time / the plan's: median {statistics.median(ratios):.3f} "
