@@ -40,10 +40,7 @@ fix_index (int64_t i, int64_t dim, int64_t *out, GError **error)
 static int64_t
 prod (const int64_t *dims, int from, int to)
 {
-  int64_t p = 1;
-  for (int k = from; k < to; k++)
-    p *= dims[k];
-  return p;
+  return from < to ? pl_dims_product (to - from, dims + from) : 1;
 }
 
 /* Two dims that must agree: fails only when both are static and differ. */

@@ -133,13 +133,11 @@ pl_strided_copy (void *dst, const void *src, size_t esize, int rank, const int64
               const int64_t *strides, int64_t offset)
 {
   int64_t idx[PL_VIEW_MAX_RANK] = { 0 };
-  int64_t n = 1, row = 1;
+  int64_t n = pl_dims_product (rank, dims), row = 1;
   int outer_rank = rank;
   char *d = dst;
   const char *s = src;
 
-  for (int k = 0; k < rank; k++)
-    n *= dims[k];
   if (n == 0)
     return;
   if (rank > 0 && strides[rank - 1] == 1)

@@ -26,10 +26,7 @@ pl_rg_dims_of (const PlValue *v)
 int64_t
 pl_rg_dims_numel (const Dims *d)
 {
-  int64_t n = 1;
-  for (int i = 0; i < d->rank; i++)
-    n *= d->d[i];
-  return n;
+  return pl_dims_product (d->rank, d->d);
 }
 
 bool

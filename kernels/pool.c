@@ -158,19 +158,13 @@ pl_pool_describe (const PlPoolDesc *d)
 static int64_t
 outputs (const PlPoolDesc *d)
 {
-  int64_t n = d->batch * d->channels;
-  for (int i = 0; i < d->n; i++)
-    n *= d->out[i];
-  return n;
+  return d->batch * d->channels * pl_dims_product (d->n, d->out);
 }
 
 static int64_t
 taps (const PlPoolDesc *d)
 {
-  int64_t n = 1;
-  for (int i = 0; i < d->n; i++)
-    n *= d->kernel[i];
-  return n;
+  return pl_dims_product (d->n, d->kernel);
 }
 
 int64_t

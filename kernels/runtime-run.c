@@ -105,9 +105,7 @@ dev_ptr (PlExecutable *e, int b)
 static void
 relayout (size_t size, int rank, const int64_t *dims, const int64_t *fs, const int64_t *ts, const char *src, char *dst)
 {
-  int64_t idx[PL_MAX_RANK] = { 0 }, n = 1;
-  for (int k = 0; k < rank; k++)
-    n *= dims[k];
+  int64_t idx[PL_MAX_RANK] = { 0 }, n = pl_dims_product (rank, dims);
   int64_t fo = 0, to = 0;
   for (int64_t i = 0; i < n; i++)
     {

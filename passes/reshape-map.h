@@ -33,15 +33,6 @@ unit_is_simple (const Unit *u)
   return u->p_hi - u->p_lo == 1 && u->s_hi - u->s_lo == 1;
 }
 
-static inline int64_t
-dims_numel (int rank, const int64_t *dims)
-{
-  int64_t n = 1;
-  for (int i = 0; i < rank; i++)
-    n *= dims[i];
-  return n;
-}
-
 static inline bool
 dims_equal (int ra, const int64_t *a, int rb, const int64_t *b)
 {

@@ -192,7 +192,7 @@ reduce_plan (const DimMap *m, const PlNode *node, ReducePlan *plan)
   plan->inner_keepdims = !dims_equal (wr, w, plan->s2_rank, plan->s2)
                          && dims_equal (m->rp, w1, plan->s2_rank, plan->s2);
   plan->need_reshape = !plan->inner_keepdims && !dims_equal (wr, w, plan->s2_rank, plan->s2);
-  plan->bytes = plan->need_reshape ? dims_numel (plan->s2_rank, plan->s2) * (int64_t) pl_dtype_size (in->dtype) : 0;
+  plan->bytes = plan->need_reshape ? pl_dims_product (plan->s2_rank, plan->s2) * (int64_t) pl_dtype_size (in->dtype) : 0;
   return true;
 }
 
@@ -519,9 +519,9 @@ classify_operand (const Region *r, PlValue *v, Operand *op)
    * when the S-level shape does not already line up with l */
   int tr = strip_leading_ones (m->rs, op->t_s, ts), lr = strip_leading_ones (op->u_rank, op->l, l);
   op->u_reshape = op->u_expand && !dims_equal (tr, ts, lr, l);
-  int64_t n = dims_numel (op->q_rank, op->q), size = (int64_t) pl_dtype_size (v->dtype);
-  op->bytes = (n + (op->u_reshape ? dims_numel (op->u_rank, op->l) : 0)) * size;
-  return n < dims_numel (m->rs, m->s);
+  int64_t n = pl_dims_product (op->q_rank, op->q), size = (int64_t) pl_dtype_size (v->dtype);
+  op->bytes = (n + (op->u_reshape ? pl_dims_product (op->u_rank, op->l) : 0)) * size;
+  return n < pl_dims_product (m->rs, m->s);
 }
 
 /* Whether none of node's outputs is read or is a graph output: a node a
