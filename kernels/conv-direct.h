@@ -16,6 +16,7 @@
  */
 #pragma once
 
+#include "cpu-machine.h"
 #include "kernel-plan.h"
 
 G_BEGIN_DECLS
@@ -48,8 +49,5 @@ void    pl_conv_pebble_tile        (const PlConvDesc *c, int64_t fast_mem_bytes,
  * input element, Hk*Wk/(sh*sw). The tuner prunes its space with them. */
 void    pl_conv_pebble_terms       (const PlConvDesc *c, int64_t fast_mem_bytes, int n_parallel,
                                     double *S, double *R);
-/* This machine's per-core fast memory (L2, from sysfs; 1 MiB if unknown) and cores. */
-int64_t pl_cpu_fast_memory_bytes   (void);
-int     pl_cpu_parallel_units      (void);
 
 G_END_DECLS

@@ -403,6 +403,14 @@ test_machine (void)
   g_assert_cmpint (mem, <=, 1 << 30);
   g_assert_cmpint (pl_cpu_parallel_units (), >=, 1);
   g_test_message ("fast memory %" G_GINT64_FORMAT " KiB per unit, %d units", mem >> 10, pl_cpu_parallel_units ());
+  /* steal time: -1 where procfs does not say, else a running total that never goes back */
+  double s0 = pl_cpu_steal_ms ();
+  g_usleep (20000);
+  double s1 = pl_cpu_steal_ms ();
+  if (s0 < 0)
+    g_assert_cmpfloat (s1, <, 0);
+  else
+    g_assert_cmpfloat (s1, >=, s0);
 }
 
 static const char small_conv[] =

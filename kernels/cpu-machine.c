@@ -1,0 +1,101 @@
+/* cpu-machine.c — facts about this machine (see cpu-machine.h). */
+#define G_LOG_DOMAIN "passlab"
+#include "cpu-machine.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *
+read_sysfs (const char *dir, const char *file)
+{
+  g_autofree char *path = g_build_filename (dir, file, NULL);
+  char *text = NULL;
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  return g_strstrip (text);
+}
+
+/* The number of CPUs in a list like "0-3,8". */
+static int
+cpu_list_count (const char *list)
+{
+  int n = 0;
+  g_auto (GStrv) parts = g_strsplit (list, ",", -1);
+  for (int i = 0; parts[i]; i++)
+    {
+      int a, b;
+      if (sscanf (parts[i], "%d-%d", &a, &b) == 2 && b >= a)
+        n += b - a + 1;
+      else if (sscanf (parts[i], "%d", &a) == 1)
+        n++;
+    }
+  return n;
+}
+
+/* The L2 of cpu0 from sysfs, divided among the CPUs that share it (so two
+ * hyperthreads of a core get half each): the fast memory one parallel unit
+ * owns. 1 MiB when sysfs says nothing. */
+int64_t
+pl_cpu_fast_memory_bytes (void)
+{
+  static gsize cached;
+  if (g_once_init_enter (&cached))
+    {
+      int64_t bytes = 1 << 20;
+      for (int i = 0; i < 8; i++)
+        {
+          g_autofree char *dir = g_strdup_printf ("/sys/devices/system/cpu/cpu0/cache/index%d", i);
+          g_autofree char *level = read_sysfs (dir, "level");
+          g_autofree char *type = read_sysfs (dir, "type");
+          g_autofree char *size = read_sysfs (dir, "size");
+          g_autofree char *shared = read_sysfs (dir, "shared_cpu_list");
+          if (!level || !size || strcmp (level, "2") != 0 || (type && strcmp (type, "Instruction") == 0))
+            continue;
+          char *end = NULL;
+          int64_t v = g_ascii_strtoll (size, &end, 10);
+          if (end && (*end == 'K' || *end == 'k'))
+            v <<= 10;
+          else if (end && *end == 'M')
+            v <<= 20;
+          int sharers = shared ? cpu_list_count (shared) : 1;
+          if (v > 0)
+            bytes = v / MAX (sharers, 1);
+          break;
+        }
+      g_once_init_leave (&cached, (gsize) bytes);
+    }
+  return (int64_t) cached;
+}
+
+/* OpenMP's team size: OMP_NUM_THREADS's first entry when set, else the CPUs. */
+int
+pl_cpu_parallel_units (void)
+{
+  const char *env = g_getenv ("OMP_NUM_THREADS");
+  if (env && *env)
+    {
+      int64_t n = g_ascii_strtoll (env, NULL, 10);
+      if (n > 0 && n < 65536)
+        return (int) n;
+    }
+  return (int) g_get_num_processors ();
+}
+
+
+double
+pl_cpu_steal_ms (void)
+{
+  FILE *f = fopen ("/proc/stat", "r");
+  if (!f)
+    return -1;
+  /* cpu  user nice system idle iowait irq softirq steal ... (USER_HZ ticks) */
+  unsigned long long v[8] = { 0 };
+  int got = fscanf (f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                    &v[6], &v[7]);
+  fclose (f);
+  long hz = sysconf (_SC_CLK_TCK);
+  if (got != 8 || hz <= 0)
+    return -1;
+  return (double) v[7] * 1000.0 / (double) hz;
+}
