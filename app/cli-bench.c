@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "builtin-passes.h"
+#include "cpu-machine.h"
 #include "interp.h"
 #include "pass.h"
 #include "schedule.h"
@@ -51,6 +52,7 @@ typedef struct {
   PlGraph    *graph;      /* the variant's graph: the executable refers to it */
   PlExecutable *exe;
   GArray     *round_ms;   /* double: the median of each round, in round order */
+  GArray     *round_steal; /* double: the steal time (ms, all CPUs) during each round, -1: unknown */
   int         same_as;    /* index of an earlier variant whose graph is identical, or -1 */
 } Result;
 
@@ -130,7 +132,9 @@ prepare_variant (const PlGraph *g, const Variant *v, char *const *extra, const P
   if (!r->exe)
     return false;
   g_autoptr (PlRunReport) rep = NULL;
+  double steal0 = pl_cpu_steal_ms ();
   PlTensor **outs = pl_executable_run (r->exe, inputs, repeat, &rep, error);
+  double steal1 = pl_cpu_steal_ms ();
   if (!outs)
     return false;
   r->ran = true;
@@ -140,6 +144,9 @@ prepare_variant (const PlGraph *g, const Variant *v, char *const *extra, const P
     r->launches += rep->kernels[i].n_launches;
   r->round_ms = g_array_new (FALSE, FALSE, sizeof (double));
   g_array_append_val (r->round_ms, rep->total_ms);
+  r->round_steal = g_array_new (FALSE, FALSE, sizeof (double));
+  double steal = steal0 >= 0 && steal1 >= 0 ? steal1 - steal0 : -1;
+  g_array_append_val (r->round_steal, steal);
   r->moved = pl_cli_report_bytes (rep);
   r->peak = rep->peak_bytes;
   r->error = want ? worst_error (outs, want, (int) g->outputs->len) : NAN;
@@ -152,10 +159,14 @@ static bool
 time_variant (const PlGraph *g, Result *r, int repeat, PlTensor **inputs, GError **error)
 {
   g_autoptr (PlRunReport) rep = NULL;
+  double steal0 = pl_cpu_steal_ms ();
   PlTensor **outs = pl_executable_run (r->exe, inputs, repeat, &rep, error);
+  double steal1 = pl_cpu_steal_ms ();
   if (!outs)
     return false;
   g_array_append_val (r->round_ms, rep->total_ms);
+  double steal = steal0 >= 0 && steal1 >= 0 ? steal1 - steal0 : -1;
+  g_array_append_val (r->round_steal, steal);
   pl_interp_free_outputs (outs, (int) g->outputs->len);
   return true;
 }
@@ -226,6 +237,29 @@ print_paired (const Result *res, int n, int ref)
     }
 }
 
+/* On a virtual machine the hypervisor may run other tenants on our CPUs
+ * (steal time); a parallel run then waits for its slowest thread. Say how
+ * much of that there was, so a reader knows what the times went through. */
+static void
+print_steal (const Result *res, int n)
+{
+  double total = 0;
+  int rounds = 0, hit = 0;
+  for (int i = 0; i < n; i++)
+    for (guint k = 0; res[i].ran && k < res[i].round_steal->len; k++)
+      {
+        double s = g_array_index (res[i].round_steal, double, k);
+        if (s < 0)
+          return;   /* this machine does not say */
+        total += s;
+        rounds++;
+        hit += s > 0;
+      }
+  if (rounds > 0)
+    printf ("steal time (the hypervisor running others on our CPUs): %.0f ms in all, in %d of %d variant rounds\n",
+            total, hit, rounds);
+}
+
 /* The variant's time: the median of its rounds' medians. */
 static void
 finish_variant (Result *r)
@@ -274,6 +308,9 @@ report_json (const char *file, PlBackend backend, int64_t gbytes, const Result *
           g_ascii_formatd (t, sizeof t, "%.6g", g_array_index (r->round_ms, double, k));
           g_string_append_printf (s, "%s%s", k ? ", " : "", t);
         }
+      g_string_append (s, "], \"round_steal_ms\": [");
+      for (guint k = 0; k < r->round_steal->len; k++)
+        g_string_append_printf (s, "%s%.0f", k ? ", " : "", g_array_index (r->round_steal, double, k));
       g_string_append (s, "]}");
     }
   g_string_append (s, "]}\n");
@@ -441,6 +478,8 @@ pl_cli_bench (int argc, char **argv)
               r->ms > 0 ? (double) gbytes / (r->ms * 1e6) : 0, r->ms > 0 ? base / r->ms : 0, moved, peak, err,
               r->same_as >= 0 ? "   the same graph as " : "", r->same_as >= 0 ? res[r->same_as].name : "");
     }
+  if (status == 0)
+    print_steal (res, n);
   if (paired_ref >= 0 && rounds >= 2 && status == 0)
     print_paired (res, n, paired_ref);
   if (report_path && status == 0)
@@ -454,6 +493,8 @@ pl_cli_bench (int argc, char **argv)
       g_free (res[i].skipped);
       if (res[i].round_ms)
         g_array_unref (res[i].round_ms);
+      if (res[i].round_steal)
+        g_array_unref (res[i].round_steal);
     }
   return status;
 }

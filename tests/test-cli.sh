@@ -309,9 +309,10 @@ check "bench: rounds paired, the plan against each variant with a sign test" \
   eval 'out_has "paired rounds, layout against" && [ "$(grep -cE "^  vs (fused|nhwc) +layout faster in [0-2] of 2 rounds, ratio median .* sign test p = " "$TMP/out")" = 2 ]'
 run bench "$RS" --backend cpu --variants nhwc,layout,fused --repeat 1 --rounds 3 --cache-dir "$TMP/kc" --paired fused \
   --param "layout.force=NHWC" --report "$TMP/bench.json"
-check "bench: an identical plan is named so, --paired picks the reference, rounds in the JSON" \
+check "bench: an identical plan is named so, --paired picks the reference, rounds and their steal time in the JSON" \
   eval 'status_is 0 && grep -qE "^layout .*the same graph as nhwc$" "$TMP/out" && out_has "vs nhwc     fused faster" \
-        && grep -q "\"same_graph_as\": \"nhwc\"" "$TMP/bench.json" && grep -qE "\"round_ms\": \[[0-9.e+-]+, [0-9.e+-]+, [0-9.e+-]+\]" "$TMP/bench.json"'
+        && grep -q "\"same_graph_as\": \"nhwc\"" "$TMP/bench.json" && grep -qE "\"round_ms\": \[[0-9.e+-]+, [0-9.e+-]+, [0-9.e+-]+\]" "$TMP/bench.json" \
+        && grep -qE "\"round_steal_ms\": \[-?[0-9]+, -?[0-9]+, -?[0-9]+\]" "$TMP/bench.json"'
 run bench "$RS" --backend cpu --variants nhwc --repeat 1 --rounds 2 --cache-dir "$TMP/kc" --paired layout
 check "bench: --paired names a variant that did not run" eval 'fails_cleanly && err_has "--paired"'
 # Swap (seed 004) on a conv training step: at a 50% budget the measured device

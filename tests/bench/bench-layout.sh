@@ -7,20 +7,24 @@
 # Variants (passlab-cli bench): fused = no layout planning (NCHW, im2col +
 # GEMM); nchw/nhwc/chwn = the layout pass with force=L (each conv's best
 # impl and tile in that one layout); layout = the pass's own plan. All run
-# in interleaved rounds (median of the rounds' medians), so a change in the
-# machine's load hits every variant alike, and the plan is compared with each
-# variant round by round (wins, ratio range, sign test).
+# in interleaved rounds (each variant once per round, by default: rounds are
+# short, so the load of one moment hits every variant of the round alike),
+# and the plan is compared with each variant round by round.
 #
 # --processes P runs the whole bench P times, each a new process that plans
-# again (from the cached calibration) and measures again, and counts in how
-# many the plan beat every single-layout plan (a process where the plan is the
-# very graph of a single-layout plan is not counted: their difference is
-# noise), and each variant's median over the processes: on a shared machine, load
-# bursts last seconds and hit one variant's rounds more than another's, so
-# whole repetitions are the honest unit. --refine N passes layout.refine=N
-# (default 0): the plan's costs measured again in context, which on a noisy
-# machine can move the plan, so it is off unless asked for. Nothing here
-# runs in `make test`.
+# again (from the cached calibration) and measures again (memory placement
+# differs between processes). The tally: each variant's median over the
+# processes; in how many processes the plan's median beat every
+# single-layout plan's (a process where the plan is the very graph of a
+# single-layout plan is not counted: their difference is noise); and, over
+# the rounds of all processes pooled, the plan against each single-layout
+# plan: rounds won, the ratio's median and quartiles, the sign test — for
+# all rounds and for the rounds in which /proc/stat showed no steal time
+# (the hypervisor running other tenants on our CPUs, which this shared VM
+# sees in bursts of seconds). --refine N passes layout.refine=N (default
+# 0): the plan's costs measured again in context, which on a noisy machine
+# can move the plan, so it is off unless asked for. Nothing here runs in
+# `make test`.
 #
 # Usage: tests/bench/bench-layout.sh [BUILD_DIR] [--batches "1 8"] [--rounds K]
 #                                    [--repeat N] [--processes P] [--refine N]
@@ -31,8 +35,8 @@ SRC="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD="$SRC/build"
 if [[ $# -gt 0 && $1 != --* ]]; then BUILD="$1"; shift; fi
 BATCHES="1"
-ROUNDS=7
-REPEAT=5
+ROUNDS=31
+REPEAT=1
 RESNET18=1
 REFINE=0
 PROCESSES=1
@@ -66,9 +70,18 @@ bench_one () {
       --param "layout.refine=$REFINE" --report "$TMP/run-$p.json" | tail -n +2
   done
   "$PY" - "$TMP" "$PROCESSES" <<'TALLY'
-import json, statistics, sys
+import json, math, statistics, sys
 tmp, n = sys.argv[1], int(sys.argv[2])
+
+def sign_p(wins, m):
+    """two-sided sign test: the chance of a split at least this uneven if neither were faster"""
+    if m == 0:
+        return 1.0
+    k = max(wins, m - wins)
+    return min(1.0, 2 * sum(math.comb(m, i) for i in range(k, m + 1)) / 2 ** m)
+
 wins, same, ratios, times = 0, 0, [], {}
+pairs = {}      # single-layout variant -> [(its round time / the plan's, steal in the two rounds)]
 for p in range(1, n + 1):
     v = {r["name"]: r for r in json.load(open(f"{tmp}/run-{p}.json"))["variants"] if "ms" in r}
     for k, r in v.items():
@@ -82,6 +95,11 @@ for p in range(1, n + 1):
     best = min(singles, key=lambda k: v[k]["ms"])
     ratios.append(v[best]["ms"] / v["layout"]["ms"])
     wins += v["layout"]["ms"] < v[best]["ms"]
+    plan = v["layout"]
+    for k in singles:   # round 0 is each variant's first (untimed-order) run: left out
+        for a, b, sa, sb in list(zip(v[k]["round_ms"], plan["round_ms"], v[k]["round_steal_ms"],
+                                     plan["round_steal_ms"]))[1:]:
+            pairs.setdefault(k, []).append((a / b, sa + sb))
 print("medians over the processes: " + ", ".join(f"{k} {statistics.median(t):.1f} ms" for k, t in times.items()))
 if same:
     print(f"in {same} process(es) the plan was the same graph as a single-layout plan: not compared")
@@ -89,6 +107,19 @@ if ratios:
     print(f"over {len(ratios)} process(es): the plan beat every single-layout plan in {wins}; "
           f"fastest single-layout plan's time / the plan's: median {statistics.median(ratios):.3f} "
           f"(min {min(ratios):.3f}, max {max(ratios):.3f})")
+# Round by round over all processes: a round runs every variant once after
+# another, so the load of that moment hits the pair alike; the steal column
+# is the CPU time the hypervisor took during the pair's two runs.
+for k, pr in pairs.items():
+    for label, sel in (("all rounds", pr), ("rounds without steal", [x for x in pr if x[1] == 0])):
+        if not sel:
+            continue
+        r = [x[0] for x in sel]
+        w = sum(x > 1 for x in r)
+        m = sum(x != 1 for x in r)
+        print(f"  plan vs {k:5s} {label:21s}: faster in {w} of {len(r)}, ratio median {statistics.median(r):.3f} "
+              f"(quartiles {statistics.quantiles(r, n=4)[0]:.3f} .. {statistics.quantiles(r, n=4)[2]:.3f}), "
+              f"sign test p = {sign_p(w, m):.2g}" if len(r) >= 2 else f"  plan vs {k}: {len(r)} round")
 TALLY
   "$CLI" run "$file" --passes "simplify,layout{refine=$REFINE}" 2>/dev/null | sed -n '/^ *conv  /,/^ *cost sources/p' || true
   echo
