@@ -340,7 +340,7 @@ add_branch (const PlCalibration *cal, PlGraph *g, const Target *t, int index, GP
       if (t->tile[0] > 0)
         memcpy (tile, t->tile, sizeof tile);
       else if (cal->backend == PL_BACKEND_CPU)   /* cuda: the kernel's own tile for a block */
-        pl_conv_pebble_tile (&d, pl_cpu_fast_memory_bytes (), pl_cpu_parallel_units (), tile);
+        pl_conv_cpu_pebble_tile (&d, 0, tile);
       if (tile[0] > 0)
         pl_node_set_attr_ints (conv, "tile", tile, 3);
     }
@@ -414,10 +414,11 @@ node_target (char *key, const PlNode *node, PlLayout layout)
 }
 
 /* With tuning on (cpu): the pruned tile search (tune.h) for the direct conv
- * of target t, unless the cache says it was searched ("tuned <key>", the
- * trials). When it finds a tile other than the pebble rule's, that tile is
- * measured in the batch like every other kernel, as "<key> tile XxYxZ", so
- * the two compete on the same footing. */
+ * of target t (the pebble tile's, "<key> tile <pebble>"), unless the cache
+ * says it was searched ("tuned <key> tile <pebble>", the trials). When it
+ * finds a tile other than the pebble rule's, that tile is measured in the
+ * batch like every other kernel, as "<key> tile XxYxZ", so the two compete
+ * on the same footing. */
 static void
 tuned_target (PlCalibration *cal, GPtrArray *targets, GHashTable *planned, const PlNode *conv, const Target *t)
 {
@@ -442,8 +443,8 @@ tuned_target (PlCalibration *cal, GPtrArray *targets, GHashTable *planned, const
   if (memcmp (b, r->pebble_tile, sizeof r->pebble_tile) == 0)
     return;
   Target *tt = g_memdup2 (t, sizeof *t);
-  tt->key = g_strdup_printf ("%s tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, t->key, b[0], b[1],
-                             b[2]);
+  g_autofree char *key = pl_cal_conv_key (&t->desc, t->layout, PL_CONV_IMPL_DIRECT);
+  tt->key = pl_cal_tile_key (key, b);
   memcpy (tt->tile, b, sizeof tt->tile);
   add_target (cal, targets, planned, tt);
 }
@@ -491,10 +492,19 @@ missing_targets (PlCalibration *cal, const PlGraph *g)
                   continue;
                 if (m == PL_CONV_IMPL_DIRECT && !pl_cal_direct_supported (&c, l))
                   continue;
-                Target *t = node_target (pl_cal_conv_key (&c, l, m), node, l);
+                g_autofree char *key = pl_cal_conv_key (&c, l, m);
+                int64_t pebble[3] = { 0, 0, 0 };
+                if (m == PL_CONV_IMPL_DIRECT && cal->backend == PL_BACKEND_CPU)
+                  {
+                    PlConvDesc d = c;
+                    d.x_layout = d.y_layout = l;
+                    pl_conv_cpu_pebble_tile (&d, 0, pebble);
+                  }
+                Target *t = node_target (pebble[0] > 0 ? pl_cal_tile_key (key, pebble) : g_strdup (key), node, l);
                 t->conv = true;
                 t->desc = c;
                 t->impl = m;
+                memcpy (t->tile, pebble, sizeof pebble);
                 if (m == PL_CONV_IMPL_DIRECT)
                   tuned_target (cal, targets, planned, node, t);
                 add_target (cal, targets, planned, t);
@@ -599,17 +609,19 @@ key_in_graph (const PlCalibration *cal, const PlNode *node)
   PlLayout layout = node->outputs[0]->layout;
   bool direct = g_strcmp0 (pl_node_attr_string (node, "impl", "gemm"), "direct") == 0;
   char *key = pl_cal_conv_key (&c, layout, direct ? PL_CONV_IMPL_DIRECT : PL_CONV_IMPL_GEMM);
+  if (!direct || cal->backend != PL_BACKEND_CPU)
+    return key;
   const int64_t *t;
   int n;
-  if (!direct || cal->backend != PL_BACKEND_CPU || !pl_node_attr_ints (node, "tile", &t, &n) || n != 3)
-    return key;
-  int64_t pebble[3];
-  c.x_layout = c.y_layout = layout;
-  pl_conv_pebble_tile (&c, pl_cpu_fast_memory_bytes (), pl_cpu_parallel_units (), pebble);
-  if (memcmp (t, pebble, sizeof pebble) == 0)
-    return key;
-  char *tiled = g_strdup_printf ("%s tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, key, t[0],
-                                 t[1], t[2]);
+  int64_t tile[3];
+  if (pl_node_attr_ints (node, "tile", &t, &n) && n == 3)
+    memcpy (tile, t, sizeof tile);
+  else
+    {
+      c.x_layout = c.y_layout = layout;
+      pl_conv_cpu_pebble_tile (&c, 0, tile);
+    }
+  char *tiled = pl_cal_tile_key (key, tile);
   g_free (key);
   return tiled;
 }

@@ -106,6 +106,13 @@ pl_cal_conv_key (const PlConvDesc *c, PlLayout layout, PlConvImpl impl)
 }
 
 char *
+pl_cal_tile_key (const char *key, const int64_t tile[3])
+{
+  return g_strdup_printf ("%s tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, key, tile[0], tile[1],
+                          tile[2]);
+}
+
+char *
 pl_calibration_conv_key (const PlNode *conv, PlLayout layout, PlConvImpl impl)
 {
   PlConvDesc c;
@@ -537,13 +544,19 @@ pl_cal_direct_supported (const PlConvDesc *c, PlLayout layout)
   return pl_conv_direct_supported (&d, &why);
 }
 
-/* A direct conv's entries: the pebble tile's "<key>" and a tuned tile's
- * "<key> tile XxYxZ" (see tuned_targets). The fastest known; its tile in
- * tile[] (0s: the pebble rule's). NULL when none. */
+/* A direct conv's entries. On the cpu each measured one names its tile,
+ * "<key> tile XxYxZ": the pebble rule's, a tuned one (tuned_target), or one
+ * an earlier rule chose — every one a measurement of that kernel on this
+ * machine; the plain "<key>" counts only from a table (any tile: the
+ * pebble rule's). On cuda the plain key is the kernel with its own tile.
+ * The fastest known; its tile in tile[] (0s: the pebble rule's). NULL when
+ * none. */
 static const Entry *
 best_direct (const PlCalibration *cal, const char *key, int64_t tile[3])
 {
   const Entry *best = lookup (cal, key);
+  if (best && cal->backend == PL_BACKEND_CPU && best->source != PL_COST_TABLE)
+    best = NULL;   /* a measured entry of a cache from before tiles were named: which tile is unknown */
   tile[0] = tile[1] = tile[2] = 0;
   g_autofree char *prefix = g_strdup_printf ("%s tile ", key);
   GHashTableIter it;
@@ -629,6 +642,6 @@ pl_calibration_conv_tile (PlCalibration *cal, const PlNode *conv, PlLayout layou
   if (best_direct (cal, key, tile) && tile[0] > 0)
     return;   /* a tuned tile measured faster than the pebble rule's */
   c.x_layout = c.y_layout = layout;
-  pl_conv_pebble_tile (&c, pl_cpu_fast_memory_bytes (), pl_cpu_parallel_units (), tile);
+  pl_conv_cpu_pebble_tile (&c, 0, tile);
 }
 

@@ -42,12 +42,24 @@ void    pl_conv_direct_emit_c      (GString *out, const PlConvDesc *c, const cha
 void    pl_conv_direct_emit_cuda   (GString *out, const PlConvDesc *c, const char *name,
                                     unsigned grid[3], unsigned block[3]);
 /* The tile from the pebble rule for fast memory of fast_mem_bytes per parallel
- * unit and n_parallel units, clamped to the output (each entry >= 1). */
-void    pl_conv_pebble_tile        (const PlConvDesc *c, int64_t fast_mem_bytes, int n_parallel, int64_t tile[3]);
+ * unit, n_parallel units and cache lines of line_elems elements (1: words
+ * cost alike; see pebble_r in conv-direct.c), clamped to the output (each
+ * entry >= 1). */
+void    pl_conv_pebble_tile        (const PlConvDesc *c, int64_t fast_mem_bytes, int n_parallel, int64_t line_elems,
+                                    int64_t tile[3]);
 /* The rule's two terms: *S, the fast memory of one parallel unit in tile
  * elements (the seed's S/Np; see conv-direct.c), and *R, the reuse of one
- * input element, Hk*Wk/(sh*sw). The tuner prunes its space with them. */
-void    pl_conv_pebble_terms       (const PlConvDesc *c, int64_t fast_mem_bytes, int n_parallel,
+ * input element, Hk*Wk/(sh*sw), over an NHWC input element's cost in lines.
+ * The tuner prunes its space with them. */
+void    pl_conv_pebble_terms       (const PlConvDesc *c, int64_t fast_mem_bytes, int n_parallel, int64_t line_elems,
                                     double *S, double *R);
+/* The same for this CPU (its L2 per core, its cache line) and n_parallel
+ * threads (<= 0: OpenMP's team). */
+void    pl_conv_cpu_pebble_tile    (const PlConvDesc *c, int n_parallel, int64_t tile[3]);
+void    pl_conv_cpu_pebble_terms   (const PlConvDesc *c, int n_parallel, double *S, double *R);
+/* Elements a tile of the C kernel keeps in use while it takes one step of
+ * input channels: its accumulators, the staged windows and the weights of
+ * the step (as the generated code sizes them). */
+int64_t pl_conv_direct_working_set (const PlConvDesc *c, const int64_t tile[3]);
 
 G_END_DECLS

@@ -33,37 +33,75 @@ cpu_list_count (const char *list)
   return n;
 }
 
-/* The L2 of cpu0 from sysfs, divided among the CPUs that share it (so two
- * hyperthreads of a core get half each): the fast memory one parallel unit
- * owns. 1 MiB when sysfs says nothing. */
+/* A data (or unified) cache of cpu0 at `level`, from sysfs: its size divided
+ * among the CPUs that share it (so two hyperthreads of a core get half each)
+ * and its line size; fallback when sysfs says nothing. */
+static void
+read_cache (const char *level_wanted, int64_t fallback, int64_t *bytes, int64_t *line)
+{
+  *bytes = fallback;
+  *line = 64;
+  for (int i = 0; i < 8; i++)
+    {
+      g_autofree char *dir = g_strdup_printf ("/sys/devices/system/cpu/cpu0/cache/index%d", i);
+      g_autofree char *level = read_sysfs (dir, "level");
+      g_autofree char *type = read_sysfs (dir, "type");
+      g_autofree char *size = read_sysfs (dir, "size");
+      g_autofree char *shared = read_sysfs (dir, "shared_cpu_list");
+      g_autofree char *line_size = read_sysfs (dir, "coherency_line_size");
+      if (!level || !size || strcmp (level, level_wanted) != 0 || (type && strcmp (type, "Instruction") == 0))
+        continue;
+      char *end = NULL;
+      int64_t v = g_ascii_strtoll (size, &end, 10);
+      if (end && (*end == 'K' || *end == 'k'))
+        v <<= 10;
+      else if (end && *end == 'M')
+        v <<= 20;
+      int sharers = shared ? cpu_list_count (shared) : 1;
+      if (v > 0)
+        *bytes = v / MAX (sharers, 1);
+      int64_t l = line_size ? g_ascii_strtoll (line_size, NULL, 10) : 0;
+      if (l >= 8 && l <= 1024)
+        *line = l;
+      return;
+    }
+}
+
 int64_t
 pl_cpu_fast_memory_bytes (void)
 {
   static gsize cached;
   if (g_once_init_enter (&cached))
     {
-      int64_t bytes = 1 << 20;
-      for (int i = 0; i < 8; i++)
-        {
-          g_autofree char *dir = g_strdup_printf ("/sys/devices/system/cpu/cpu0/cache/index%d", i);
-          g_autofree char *level = read_sysfs (dir, "level");
-          g_autofree char *type = read_sysfs (dir, "type");
-          g_autofree char *size = read_sysfs (dir, "size");
-          g_autofree char *shared = read_sysfs (dir, "shared_cpu_list");
-          if (!level || !size || strcmp (level, "2") != 0 || (type && strcmp (type, "Instruction") == 0))
-            continue;
-          char *end = NULL;
-          int64_t v = g_ascii_strtoll (size, &end, 10);
-          if (end && (*end == 'K' || *end == 'k'))
-            v <<= 10;
-          else if (end && *end == 'M')
-            v <<= 20;
-          int sharers = shared ? cpu_list_count (shared) : 1;
-          if (v > 0)
-            bytes = v / MAX (sharers, 1);
-          break;
-        }
+      int64_t bytes, line;
+      read_cache ("2", 1 << 20, &bytes, &line);
       g_once_init_leave (&cached, (gsize) bytes);
+    }
+  return (int64_t) cached;
+}
+
+int64_t
+pl_cpu_l1_bytes (void)
+{
+  static gsize cached;
+  if (g_once_init_enter (&cached))
+    {
+      int64_t bytes, line;
+      read_cache ("1", 32 << 10, &bytes, &line);
+      g_once_init_leave (&cached, (gsize) bytes);
+    }
+  return (int64_t) cached;
+}
+
+int64_t
+pl_cpu_line_bytes (void)
+{
+  static gsize cached;
+  if (g_once_init_enter (&cached))
+    {
+      int64_t bytes, line;
+      read_cache ("1", 32 << 10, &bytes, &line);
+      g_once_init_leave (&cached, (gsize) line);
     }
   return (int64_t) cached;
 }

@@ -15,6 +15,10 @@ G_BEGIN_DECLS
  * CPUs that share it; 1 MiB if unknown) and OpenMP's team size. */
 int64_t pl_cpu_fast_memory_bytes (void);
 int     pl_cpu_parallel_units    (void);
+/* The level-1 data cache of a core (sysfs; 32 KiB if unknown) and the
+ * cache line (64 bytes if unknown). */
+int64_t pl_cpu_l1_bytes          (void);
+int64_t pl_cpu_line_bytes        (void);
 /* Steal time: milliseconds the hypervisor ran something else while one of
  * our virtual CPUs wanted to run, summed over the CPUs, since boot (the
  * `steal` column of /proc/stat; 10 ms resolution). -1 where procfs does not

@@ -209,8 +209,7 @@ prepare_conv (PlExecutable *e, Step *st, GError **error)
           if (c->tile[0] > 0 && c->tile[1] > 0 && c->tile[2] > 0)
             memcpy (st->tile, c->tile, sizeof st->tile);
           else
-            pl_conv_pebble_tile (c, pl_cpu_fast_memory_bytes (), e->threads > 0 ? e->threads : pl_cpu_parallel_units (),
-                                 st->tile);
+            pl_conv_cpu_pebble_tile (c, e->threads, st->tile);
           char *note = g_strdup_printf ("%s tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, p->note,
                                         st->tile[0], st->tile[1], st->tile[2]);
           g_free (p->note);

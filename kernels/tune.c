@@ -6,7 +6,8 @@
  * for vectors and caches); the full space is the product of the three
  * lists, a few hundred tiles for a ResNet layer. The pruned space keeps the
  * tiles within a factor F of both pebble equations, xy = R z and xyz = S
- * (conv-direct.c defines S and R); F = 2, doubled until at least 8 tiles
+ * (conv-direct.c defines S and R), and those as near xy = R z whose working
+ * set fits the L1 (pruned_space); F = 2, doubled until at least 8 tiles
  * (or the whole space) are in, and the rule's own tile is always in.
  *
  * The searches. The kernel is compiled once (the tile is a run-time
@@ -96,11 +97,18 @@ tile_count (const PlConvDesc *c, const int64_t tile[3])
 
 /* The tiles near both pebble equations that still give every one of the
  * Np parallel units a tile (the rule's S/Np is per unit: a tile holding the
- * whole output leaves the other units idle). */
+ * whole output leaves the other units idle), at two levels of the cache:
+ * the rule's own, xyz ~ S of the L2 (factor F, widened until there are
+ * enough tiles), and the L1, where the kernel's working set for a step of
+ * input channels (accumulators, staged windows, weights) ~ the L1's
+ * elements (factor 2): each step re-reads the whole tile of accumulators,
+ * so a tile that also fits the L1 trades more I/O from the L2 for cheaper
+ * steps. Both with xy ~ R z. */
 static void
 pruned_space (const PlConvDesc *c, int units, const GArray *full, double S, double R, const int64_t pebble[3],
               GArray *out)
 {
+  const double s1 = (double) pl_cpu_l1_bytes () / (double) pl_dtype_size (c->dtype);
   for (double f = PRUNE_FACTOR;; f *= 2)
     {
       g_array_set_size (out, 0);
@@ -109,7 +117,8 @@ pruned_space (const PlConvDesc *c, int units, const GArray *full, double S, doub
           const PlTuneTile *t = &g_array_index (full, PlTuneTile, i);
           double xy = (double) (t->tile[0] * t->tile[1]), z = (double) t->tile[2];
           bool busy = tile_count (c, t->tile) >= units;
-          if ((busy && within (xy, R * z, f) && within (xy * z, S, f)) || same_tile (t->tile, pebble))
+          bool l2 = within (xy * z, S, f), l1 = within ((double) pl_conv_direct_working_set (c, t->tile), s1, PRUNE_FACTOR);
+          if ((busy && within (xy, R * z, f) && (l2 || l1)) || same_tile (t->tile, pebble))
             g_array_append_val (out, *t);
         }
       if (out->len >= MIN (PRUNE_MIN_TILES, full->len) || f > 1e9)
@@ -147,10 +156,9 @@ tune_desc (const PlNode *conv, PlLayout layout, PlConvDesc *c, GError **error)
 static void
 spaces (const PlConvDesc *c, GArray *full, GArray *pruned, int64_t pebble[3], double *S, double *R)
 {
-  const int64_t mem = pl_cpu_fast_memory_bytes ();
   const int units = pl_cpu_parallel_units ();
-  pl_conv_pebble_tile (c, mem, units, pebble);
-  pl_conv_pebble_terms (c, mem, units, S, R);
+  pl_conv_cpu_pebble_tile (c, units, pebble);
+  pl_conv_cpu_pebble_terms (c, units, S, R);
   full_space (c, full);
   pruned_space (c, units, full, *S, *R, pebble, pruned);
 }

@@ -262,7 +262,7 @@ test_kernels (void)
           { MAX (OW - 1, 1), 2, MAX (KG - 1, 1) },
           { 64, 64, 64 },   /* larger than the output: clamped */
         };
-        pl_conv_pebble_tile (&d.c, 16 << 10, 2, tiles[0]);
+        pl_conv_pebble_tile (&d.c, 16 << 10, 2, 1, tiles[0]);
         for (size_t t = 0; t < G_N_ELEMENTS (tiles); t++)
           {
             g_autofree void *yb = nan_output (&d);
@@ -334,8 +334,8 @@ assert_pebble (const PlConvDesc *c, int64_t mem, int np, bool unclamped)
 {
   int64_t t[3];
   double S, R;
-  pl_conv_pebble_tile (c, mem, np, t);
-  pl_conv_pebble_terms (c, mem, np, &S, &R);
+  pl_conv_pebble_tile (c, mem, np, 1, t);
+  pl_conv_pebble_terms (c, mem, np, 1, &S, &R);
   g_assert_true (good_size (t[0], c->out[1]));
   g_assert_true (good_size (t[1], c->out[0]));
   g_assert_true (good_size (t[2], c->c_out / c->group));
@@ -357,24 +357,24 @@ test_pebble (void)
   Case big = { "big", PL_DTYPE_F32, 1, 64, 224, 224, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
   PlConvDesc c = case_desc (&big, PL_LAYOUT_NHWC);
   double S, R;
-  pl_conv_pebble_terms (&c, 64 << 10, 1, &S, &R);
+  pl_conv_pebble_terms (&c, 64 << 10, 1, 1, &S, &R);
   g_assert_cmpfloat (S, ==, 16384);   /* 64 KiB of f32, one unit */
   g_assert_cmpfloat (R, ==, 9);
   assert_pebble (&c, 64 << 10, 1, true);
   assert_pebble (&c, 256 << 10, 4, true);
   c.dtype = PL_DTYPE_F64;
-  pl_conv_pebble_terms (&c, 64 << 10, 1, &S, &R);
+  pl_conv_pebble_terms (&c, 64 << 10, 1, 1, &S, &R);
   g_assert_cmpfloat (S, ==, 8192);
   assert_pebble (&c, 64 << 10, 1, true);
   Case s2 = { "s2", PL_DTYPE_F32, 1, 32, 112, 112, 128, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1 };
   c = case_desc (&s2, PL_LAYOUT_NCHW);
   assert_pebble (&c, 32 << 10, 1, true);
-  pl_conv_pebble_terms (&c, 32 << 10, 1, &S, &R);
+  pl_conv_pebble_terms (&c, 32 << 10, 1, 1, &S, &R);
   g_assert_cmpfloat (R, ==, 2.25);
   /* CHWN: the tile holds the batch, S is per image */
   Case b8 = { "b8", PL_DTYPE_F32, 8, 64, 224, 224, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
   c = case_desc (&b8, PL_LAYOUT_CHWN);
-  pl_conv_pebble_terms (&c, 256 << 10, 1, &S, &R);
+  pl_conv_pebble_terms (&c, 256 << 10, 1, 1, &S, &R);
   g_assert_cmpfloat (S, ==, 65536.0 / 8);
   assert_pebble (&c, 256 << 10, 1, true);
 
@@ -386,13 +386,41 @@ test_pebble (void)
           c = case_desc (&cases[i], (PlLayout) l);
           assert_pebble (&c, 1 << 20, np, false);
           int64_t t[3];
-          pl_conv_pebble_tile (&c, 1 << 20, np, t);
+          pl_conv_pebble_tile (&c, 1 << 20, np, 1, t);
           const int64_t KG = c.c_out / c.group;
           const int64_t tiles = (l == PL_LAYOUT_CHWN ? 1 : c.batch) * c.group * ((c.out[1] + t[0] - 1) / t[0])
                                 * ((c.out[0] + t[1] - 1) / t[1]) * ((KG + t[2] - 1) / t[2]);
           const int64_t most = (l == PL_LAYOUT_CHWN ? 1 : c.batch) * c.group * c.out[0] * c.out[1] * KG;
           g_assert_cmpint (tiles, >=, MIN (np, most) / 2);
         }
+
+  /* Cache lines: an NHWC input element costs a line (16 f32), so R drops
+   * by 16 and the tile takes more channels; NCHW and CHWN stage whole rows */
+  c = case_desc (&big, PL_LAYOUT_NHWC);
+  pl_conv_pebble_terms (&c, 1 << 20, 1, 16, &S, &R);
+  g_assert_cmpfloat (R, ==, 9.0 / 16);
+  int64_t t1[3], t16[3];
+  pl_conv_pebble_tile (&c, 1 << 20, 1, 1, t1);
+  pl_conv_pebble_tile (&c, 1 << 20, 1, 16, t16);
+  g_assert_cmpint (t16[2], >, t1[2]);
+  g_assert_cmpint (t16[0] * t16[1], <, t1[0] * t1[1]);
+  c = case_desc (&big, PL_LAYOUT_NCHW);
+  pl_conv_pebble_terms (&c, 1 << 20, 1, 16, &S, &R);
+  g_assert_cmpfloat (R, ==, 9);
+
+  /* The working set of a step: the accumulators (padded to vectors), the
+   * staged window and the step's weights; it grows with every tile dim */
+  c = case_desc (&big, PL_LAYOUT_NHWC);
+  const int64_t tile[3] = { 14, 4, 128 };
+  const int64_t ws = pl_conv_direct_working_set (&c, tile);
+  g_assert_cmpint (ws, >, 14 * 4 * 128 + 9 * 128);
+  g_assert_cmpint (ws, <, 2 * (14 * 4 * 128 + 9 * 128) + 64 * 6 * 16);
+  for (int d = 0; d < 3; d++)
+    {
+      int64_t bigger[3] = { tile[0], tile[1], tile[2] };
+      bigger[d] *= 2;
+      g_assert_cmpint (pl_conv_direct_working_set (&c, bigger), >, ws);
+    }
 }
 
 static void
