@@ -67,43 +67,42 @@ read_cache (const char *level_wanted, int64_t fallback, int64_t *bytes, int64_t 
     }
 }
 
+/* The caches, read once. */
+typedef struct {
+  int64_t l1, l2, line;
+} Caches;
+
+static const Caches *
+caches (void)
+{
+  static Caches c;
+  static gsize done;
+  if (g_once_init_enter (&done))
+    {
+      int64_t line2;
+      read_cache ("1", 32 << 10, &c.l1, &c.line);
+      read_cache ("2", 1 << 20, &c.l2, &line2);
+      g_once_init_leave (&done, 1);
+    }
+  return &c;
+}
+
 int64_t
 pl_cpu_fast_memory_bytes (void)
 {
-  static gsize cached;
-  if (g_once_init_enter (&cached))
-    {
-      int64_t bytes, line;
-      read_cache ("2", 1 << 20, &bytes, &line);
-      g_once_init_leave (&cached, (gsize) bytes);
-    }
-  return (int64_t) cached;
+  return caches ()->l2;
 }
 
 int64_t
 pl_cpu_l1_bytes (void)
 {
-  static gsize cached;
-  if (g_once_init_enter (&cached))
-    {
-      int64_t bytes, line;
-      read_cache ("1", 32 << 10, &bytes, &line);
-      g_once_init_leave (&cached, (gsize) bytes);
-    }
-  return (int64_t) cached;
+  return caches ()->l1;
 }
 
 int64_t
 pl_cpu_line_bytes (void)
 {
-  static gsize cached;
-  if (g_once_init_enter (&cached))
-    {
-      int64_t bytes, line;
-      read_cache ("1", 32 << 10, &bytes, &line);
-      g_once_init_leave (&cached, (gsize) line);
-    }
-  return (int64_t) cached;
+  return caches ()->line;
 }
 
 /* OpenMP's team size: OMP_NUM_THREADS's first entry when set, else the CPUs. */
