@@ -9,11 +9,14 @@ BUILDDIR ?= build
 SAMPLE   ?= data/graphs/transformer_block.graph
 MESON_OPTS ?=
 
-# Build and test dependencies, by Debian package name.
+# Build and test dependencies, by Debian package name (python3-onnx and
+# python3-torch: the tests that compare with ONNX's expected outputs and
+# run models exported from PyTorch; without them those tests skip).
 DEPS = meson ninja-build pkg-config gcc libc6-dev python3 \
        libglib2.0-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata \
        liblua5.4-dev libgtk-4-dev libgtksourceview-5-dev libgraphviz-dev graphviz libopenblas-dev \
-       xvfb xauth dbus-daemon librsvg2-common adwaita-icon-theme appstream
+       xvfb xauth dbus-daemon librsvg2-common adwaita-icon-theme appstream \
+       python3-numpy python3-onnx python3-torch
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

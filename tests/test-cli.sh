@@ -313,6 +313,19 @@ check "bench: an identical plan is named so, --paired picks the reference, round
   eval 'status_is 0 && grep -qE "^layout .*the same graph as nhwc$" "$TMP/out" && out_has "vs nhwc     fused faster" \
         && grep -q "\"same_graph_as\": \"nhwc\"" "$TMP/bench.json" && grep -qE "\"round_ms\": \[[0-9.e+-]+, [0-9.e+-]+, [0-9.e+-]+\]" "$TMP/bench.json" \
         && grep -qE "\"round_steal_ms\": \[-?[0-9]+, -?[0-9]+, -?[0-9]+\]" "$TMP/bench.json"'
+# A real CNN with depthwise convolutions (MobileNetV2 from PyTorch, batch
+# statistics gathered so that no layer's output vanishes): each plan matches
+# the reference, and not trivially (an error of exactly 0 would mean the
+# logits were the fc bias alone).
+if /usr/bin/python3 -c 'import torch, onnx' 2>/dev/null \
+   && /usr/bin/python3 "$SRC/tests/data/models/export_torch_models.py" "$TMP" --batch 1 mobilenet_v2 >/dev/null 2>&1; then
+  run bench "$TMP/mobilenet_v2-b1.onnx" --backend cpu --variants fused,nhwc,layout --repeat 1 --cache-dir "$TMP/kc" \
+    --param "layout.cost=analytic"
+  check "bench: MobileNetV2 (PyTorch export) fused, in NHWC and as planned, each matching the reference" \
+    eval 'status_is 0 && [ "$(grep -cE "^(fused|nhwc|layout) .* [1-9][0-9.]*e-0[5-9]$" "$TMP/out")" = 3 ]'
+else
+  skip "bench: MobileNetV2 (PyTorch export) fused, in NHWC and as planned, each matching the reference" "python3-torch missing"
+fi
 run bench "$RS" --backend cpu --variants nhwc --repeat 1 --rounds 2 --cache-dir "$TMP/kc" --paired layout
 check "bench: --paired names a variant that did not run" eval 'fails_cleanly && err_has "--paired"'
 # Swap (seed 004) on a conv training step: at a 50% budget the measured device

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench-layout.sh — issue #7's end-to-end measurement: the layout pass's plan
 # against every single-layout plan (seed 003), on the ResNet-style stack
-# (tests/data/models/make_resnet_stack.py) and on ResNet-18 exported from
-# PyTorch (when python3-torch is installed), at each batch size asked for.
+# (tests/data/models/make_resnet_stack.py) and on real CNNs exported from
+# PyTorch (when python3-torch is installed; --cnns, default ResNet-18; also
+# mobilenet_v2, resnet50), at each batch size asked for.
 #
 # Variants (passlab-cli bench): fused = no layout planning (NCHW, im2col +
 # GEMM); nchw/nhwc/chwn = the layout pass with force=L (each conv's best
@@ -28,7 +29,8 @@
 #
 # Usage: tests/bench/bench-layout.sh [BUILD_DIR] [--batches "1 8"] [--rounds K]
 #                                    [--repeat N] [--processes P] [--refine N]
-#                                    [--variants LIST] [--no-resnet18]
+#                                    [--variants LIST] [--cnns "resnet18 mobilenet_v2"]
+#                                    [--no-resnet18]
 set -euo pipefail
 
 SRC="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -37,7 +39,7 @@ if [[ $# -gt 0 && $1 != --* ]]; then BUILD="$1"; shift; fi
 BATCHES="1"
 ROUNDS=31
 REPEAT=1
-RESNET18=1
+CNNS="resnet18"
 REFINE=0
 PROCESSES=1
 VARIANTS=fused,nchw,nhwc,chwn,layout
@@ -49,7 +51,8 @@ while [[ $# -gt 0 ]]; do
     --refine) REFINE="$2"; shift 2 ;;
     --processes) PROCESSES="$2"; shift 2 ;;
     --variants) VARIANTS="$2"; shift 2 ;;
-    --no-resnet18) RESNET18=0; shift ;;
+    --cnns) CNNS="$2"; shift 2 ;;
+    --no-resnet18) CNNS=""; shift ;;
     *) echo "bench-layout: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -129,12 +132,12 @@ echo "bench-layout: $(nproc) cores, $(date -u +%FT%TZ)"
 for b in $BATCHES; do
   "$PY" "$SRC/tests/data/models/make_resnet_stack.py" --batch "$b" > "$TMP/stack-b$b.graph"
   bench_one "resnet_stack (11 convs), batch $b" "$TMP/stack-b$b.graph"
-  if [[ $RESNET18 == 1 ]]; then
+  for cnn in $CNNS; do
     if "$PY" -c "import torch, onnx" 2>/dev/null; then
-      "$PY" "$SRC/tests/data/models/export_torch_models.py" "$TMP" --batch "$b" resnet18 >/dev/null
-      bench_one "ResNet-18 (PyTorch export), batch $b" "$TMP/resnet18-b$b.onnx"
+      "$PY" "$SRC/tests/data/models/export_torch_models.py" "$TMP" --batch "$b" "$cnn" >/dev/null
+      bench_one "$cnn (PyTorch export), batch $b" "$TMP/$cnn-b$b.onnx"
     else
-      echo "== ResNet-18, batch $b: skipped (python3-torch or python3-onnx not installed)"
+      echo "== $cnn, batch $b: skipped (python3-torch or python3-onnx not installed)"
     fi
-  fi
+  done
 done

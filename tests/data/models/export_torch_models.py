@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Exports real CNNs from PyTorch to ONNX for benchmarks and the layout
-pass: ResNet-18 and ResNet-50 as torchvision defines them, written out here
-(Debian's python3-torch has no torchvision), with random weights — nothing is
-downloaded. Usage: export_torch_models.py OUTDIR [--batch N] [resnet18|resnet50 ...]
+pass: ResNet-18, ResNet-50 and MobileNetV2 as torchvision defines them,
+written out here (Debian's python3-torch has no torchvision), with random
+weights — nothing is downloaded.
+Usage: export_torch_models.py OUTDIR [--batch N] [resnet18|resnet50|mobilenet_v2 ...]
 (--batch: a static batch, as the layout pass needs; default a symbolic N)"""
 import sys
 
@@ -71,9 +72,70 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
 
 
+class InvertedResidual(nn.Module):
+    """MobileNetV2's block: 1x1 expand, 3x3 depthwise, 1x1 project (linear)."""
+
+    def __init__(self, cin, cout, stride, expand):
+        super().__init__()
+        hidden = cin * expand
+        layers = []
+        if expand != 1:
+            layers += [nn.Conv2d(cin, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6()]
+        layers += [nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False), nn.BatchNorm2d(hidden),
+                   nn.ReLU6(), nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout)]
+        self.conv = nn.Sequential(*layers)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x):
+        return x + self.conv(x) if self.residual else self.conv(x)
+
+
+class MobileNetV2(nn.Module):
+    def __init__(self, classes=1000):
+        super().__init__()
+        # expansion t, channels c, repeats n, first stride s (torchvision's table)
+        settings = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                    (6, 320, 1, 1)]
+        layers, cin = [nn.Conv2d(3, 32, 3, 2, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU6()], 32
+        for t, c, n, s in settings:
+            for i in range(n):
+                layers.append(InvertedResidual(cin, c, s if i == 0 else 1, t))
+                cin = c
+        layers += [nn.Conv2d(cin, 1280, 1, bias=False), nn.BatchNorm2d(1280), nn.ReLU6()]
+        self.features = nn.Sequential(*layers)
+        self.fc = nn.Linear(1280, classes)
+        # torchvision's initialisation; then batch statistics gathered on random images (see
+        # calibrate_batch_norm): with untrained running statistics the activations die out and the
+        # logits come out as the fc bias alone, which would make the output check vacuous
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out")
+            elif isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, 0, 0.01)
+
+    def forward(self, x):
+        x = self.features(x)
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+def calibrate_batch_norm(model, batches=4):
+    """Running means and variances from a few random batches (cumulative averages), as training
+    would leave them, so that every layer of the exported model sees activations of unit scale."""
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.reset_running_stats()
+            m.momentum = None
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn(8, 3, 224, 224))
+    return model.eval()
+
+
 MODELS = {
     "resnet18": lambda: ResNet(BasicBlock, [2, 2, 2, 2]),
     "resnet50": lambda: ResNet(Bottleneck, [3, 4, 6, 3]),
+    "mobilenet_v2": MobileNetV2,
 }
 
 if __name__ == "__main__":
@@ -86,7 +148,8 @@ if __name__ == "__main__":
     out = args[0]
     torch.manual_seed(0)
     for name in args[1:] or ["resnet18"]:
-        model = MODELS[name]().eval()
+        model = MODELS[name]()
+        model = calibrate_batch_norm(model) if name == "mobilenet_v2" else model.eval()
         x = torch.randn(batch or 1, 3, 224, 224)
         suffix = f"-b{batch}" if batch else ""
         torch.onnx.export(model, x, f"{out}/{name}{suffix}.onnx", opset_version=13, input_names=["image"],
