@@ -444,7 +444,7 @@ tuned_target (PlCalibration *cal, GPtrArray *targets, GHashTable *planned, const
     return;
   Target *tt = g_memdup2 (t, sizeof *t);
   g_autofree char *key = pl_cal_conv_key (&t->desc, t->layout, PL_CONV_IMPL_DIRECT);
-  tt->key = pl_cal_tile_key (key, b);
+  tt->key = pl_cal_tile_key (key, &t->desc, t->layout, b);
   memcpy (tt->tile, b, sizeof tt->tile);
   add_target (cal, targets, planned, tt);
 }
@@ -500,7 +500,7 @@ missing_targets (PlCalibration *cal, const PlGraph *g)
                     d.x_layout = d.y_layout = l;
                     pl_conv_cpu_pebble_tile (&d, 0, pebble);
                   }
-                Target *t = node_target (pebble[0] > 0 ? pl_cal_tile_key (key, pebble) : g_strdup (key), node, l);
+                Target *t = node_target (pebble[0] > 0 ? pl_cal_tile_key (key, &c, l, pebble) : g_strdup (key), node, l);
                 t->conv = true;
                 t->desc = c;
                 t->impl = m;
@@ -621,7 +621,7 @@ key_in_graph (const PlCalibration *cal, const PlNode *node)
       c.x_layout = c.y_layout = layout;
       pl_conv_cpu_pebble_tile (&c, 0, tile);
     }
-  char *tiled = pl_cal_tile_key (key, tile);
+  char *tiled = pl_cal_tile_key (key, &c, layout, tile);
   g_free (key);
   return tiled;
 }

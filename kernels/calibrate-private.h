@@ -47,8 +47,9 @@ bool pl_cal_conv_desc (const PlNode *conv, PlConvDesc *c);
 char *pl_cal_pool_key (const PlPoolDesc *d, PlLayout layout);
 bool pl_cal_pool_desc (const PlNode *pool, PlPoolDesc *d);
 char *pl_cal_conv_key (const PlConvDesc *c, PlLayout layout, PlConvImpl impl);
-/* A direct conv's measured entry on the cpu names its tile: "<key> tile XxYxZ". */
-char *pl_cal_tile_key (const char *key, const int64_t tile[3]);
+/* A direct conv's measured entry on the cpu names its tile and its kernel
+ * (c in layout): "<key> tile XxYxZ src HHHHHHHH" (pl_conv_direct_source_hash). */
+char *pl_cal_tile_key (const char *key, const PlConvDesc *c, PlLayout layout, const int64_t tile[3]);
 bool pl_cal_value_dims4 (const PlValue *v, int64_t *d);
 char *pl_cal_transform_key_dims (const int64_t *d, PlDType dtype, PlLayout from, PlLayout to);
 

@@ -105,11 +105,21 @@ pl_cal_conv_key (const PlConvDesc *c, PlLayout layout, PlConvImpl impl)
   return g_strdup_printf ("conv %s %s %s", shape, pl_layout_name (layout), impl_name (impl));
 }
 
-char *
-pl_cal_tile_key (const char *key, const int64_t tile[3])
+static guint32
+direct_source_hash (const PlConvDesc *c, PlLayout layout)
 {
-  return g_strdup_printf ("%s tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, key, tile[0], tile[1],
-                          tile[2]);
+  PlConvDesc d = *c;
+  d.x_layout = d.y_layout = layout;
+  d.impl = PL_CONV_IMPL_DIRECT;
+  memset (d.tile, 0, sizeof d.tile);
+  return pl_conv_direct_source_hash (&d);
+}
+
+char *
+pl_cal_tile_key (const char *key, const PlConvDesc *c, PlLayout layout, const int64_t tile[3])
+{
+  return g_strdup_printf ("%s tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT " src %08x", key, tile[0],
+                          tile[1], tile[2], direct_source_hash (c, layout));
 }
 
 char *
@@ -544,31 +554,36 @@ pl_cal_direct_supported (const PlConvDesc *c, PlLayout layout)
   return pl_conv_direct_supported (&d, &why);
 }
 
-/* A direct conv's entries. On the cpu each measured one names its tile,
- * "<key> tile XxYxZ": the pebble rule's, a tuned one (tuned_target), or one
- * an earlier rule chose — every one a measurement of that kernel on this
- * machine; the plain "<key>" counts only from a table (any tile: the
+/* A direct conv's entries (c in layout). On the cpu each measured one
+ * names its tile and kernel, "<key> tile XxYxZ src H": the pebble rule's,
+ * a tuned one (tuned_target), or one an earlier rule chose — every one a
+ * measurement on this machine, counted while H is the kernel the generator
+ * writes now; the plain "<key>" counts only from a table (any tile: the
  * pebble rule's). On cuda the plain key is the kernel with its own tile.
  * The fastest known; its tile in tile[] (0s: the pebble rule's). NULL when
  * none. */
 static const Entry *
-best_direct (const PlCalibration *cal, const char *key, int64_t tile[3])
+best_direct (const PlCalibration *cal, const char *key, const PlConvDesc *c, PlLayout layout, int64_t tile[3])
 {
   const Entry *best = lookup (cal, key);
   if (best && cal->backend == PL_BACKEND_CPU && best->source != PL_COST_TABLE)
-    best = NULL;   /* a measured entry of a cache from before tiles were named: which tile is unknown */
+    best = NULL;   /* a measured entry of a cache from before tiles were named: which kernel is unknown */
   tile[0] = tile[1] = tile[2] = 0;
+  if (cal->backend != PL_BACKEND_CPU)
+    return best;
   g_autofree char *prefix = g_strdup_printf ("%s tile ", key);
+  const guint32 now = direct_source_hash (c, layout);
   GHashTableIter it;
   gpointer k, v;
   g_hash_table_iter_init (&it, cal->entries);
   while (g_hash_table_iter_next (&it, &k, &v))
     {
       int64_t t[3];
+      unsigned int src;
       const Entry *e = lookup (cal, k);
       if (e && g_str_has_prefix (k, prefix) && (!best || e->ms < best->ms) &&
-          sscanf ((char *) k + strlen (prefix), "%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT, &t[0],
-                  &t[1], &t[2]) == 3)
+          sscanf ((char *) k + strlen (prefix), "%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT " src %x",
+                  &t[0], &t[1], &t[2], &src) == 4 && src == now)
         {
           best = e;
           memcpy (tile, t, sizeof t);
@@ -588,7 +603,7 @@ pl_calibration_conv (PlCalibration *cal, const PlNode *conv, PlLayout layout, Pl
     }
   g_autofree char *key = pl_cal_conv_key (&c, layout, impl);
   int64_t tile[3];
-  const Entry *e = impl == PL_CONV_IMPL_DIRECT ? best_direct (cal, key, tile) : lookup (cal, key);
+  const Entry *e = impl == PL_CONV_IMPL_DIRECT ? best_direct (cal, key, &c, layout, tile) : lookup (cal, key);
   if (e)
     return (PlCost) { e->ms, e->source };
   if (cal->measure && g_hash_table_contains (cal->unsupported, key))
@@ -639,7 +654,7 @@ pl_calibration_conv_tile (PlCalibration *cal, const PlNode *conv, PlLayout layou
   if (cal->backend != PL_BACKEND_CPU || !pl_cal_conv_desc (conv, &c))
     return;   /* cuda: the kernel's own pebble tile for a block */
   g_autofree char *key = pl_cal_conv_key (&c, layout, PL_CONV_IMPL_DIRECT);
-  if (best_direct (cal, key, tile) && tile[0] > 0)
+  if (best_direct (cal, key, &c, layout, tile) && tile[0] > 0)
     return;   /* a tuned tile measured faster than the pebble rule's */
   c.x_layout = c.y_layout = layout;
   pl_conv_cpu_pebble_tile (&c, 0, tile);

@@ -55,6 +55,15 @@
 static int64_t cg (const PlConvDesc *c) { return c->c_in / c->group; }
 static int64_t kg (const PlConvDesc *c) { return c->c_out / c->group; }
 
+/* A depthwise conv in NHWC (one input and one output channel a group): its
+ * own C kernel, with vectors along the channels (the generic one would run
+ * along the one output channel of a group, a vector of one). */
+static bool
+nhwc_depthwise (const PlConvDesc *c)
+{
+  return c->x_layout == PL_LAYOUT_NHWC && cg (c) == 1 && kg (c) == 1 && c->group > 1;
+}
+
 bool
 pl_conv_direct_supported (const PlConvDesc *c, char **why)
 {
@@ -204,11 +213,36 @@ pl_conv_cpu_pebble_terms (const PlConvDesc *c, int n_parallel, double *S, double
                         cpu_line_elems (c), S, R);
 }
 
+/* The NHWC depthwise kernel's tile holds every channel of its points, and
+ * each input element serves Hk Wk / stride^2 outputs of its own channel
+ * only: no channel reuse to trade. Whole rows (contiguous in NHWC), as many
+ * as fit the L2 with all channels, but at least 4 tasks a thread (the rows
+ * of a depthwise conv are cheap, so balance matters more than reuse). */
+static void
+nhwc_depthwise_tile (const PlConvDesc *c, int n_parallel, int64_t tile[3])
+{
+  const int64_t OH = c->out[0], OW = c->out[1];
+  const double fast = (double) pl_cpu_fast_memory_bytes () / (double) pl_dtype_size (c->dtype);
+  tile[0] = OW;
+  tile[1] = 1;
+  tile[2] = 1;
+  for (int64_t y = OH; y >= 1; y--)
+    if ((OH % y == 0 || (y & (y - 1)) == 0) && c->batch * ((OH + y - 1) / y) >= 4 * (int64_t) n_parallel
+        && (double) (y * OW * c->c_out) <= fast)
+      {
+        tile[1] = y;
+        break;
+      }
+}
+
 void
 pl_conv_cpu_pebble_tile (const PlConvDesc *c, int n_parallel, int64_t tile[3])
 {
-  pl_conv_pebble_tile (c, pl_cpu_fast_memory_bytes (), n_parallel > 0 ? n_parallel : pl_cpu_parallel_units (),
-                       cpu_line_elems (c), tile);
+  n_parallel = n_parallel > 0 ? n_parallel : pl_cpu_parallel_units ();
+  if (nhwc_depthwise (c))
+    nhwc_depthwise_tile (c, n_parallel, tile);
+  else
+    pl_conv_pebble_tile (c, pl_cpu_fast_memory_bytes (), n_parallel, cpu_line_elems (c), tile);
 }
 
 /* --- C emission ------------------------------------------------------------------------ */
@@ -269,14 +303,9 @@ static const char scratch[] =
   "}\n"
   "#endif\n\n";
 
-/* Staging one channel's input window in the thread's buffer, zero outside
- * the image, split by stride phase so that a row of outputs reads a
- * contiguous row of it: win[s][iy][m][0..D_NA) = x(ih0 + iy, iw0 + m*SW + s),
- * D_NX elements of x (CHWN: the images) padded with zeros to D_NA.
- * An output (oy, ox) and a tap (kh, kw) read phase (kw*DW) % SW, row
- * oy*SH + kh*DH, column ox + (kw*DW) / SW. D_XOFF: where (ih, iw) of the
- * channel is in x. */
-static const char stage[] =
+/* Vector loads and stores at any alignment (memcpy: the compiler emits one
+ * unaligned vector move). */
+static const char vector_io[] =
   "static inline __attribute__ ((always_inline)) D_V\n"
   "D_FN (vld) (const D_T *p)\n"
   "{\n"
@@ -288,7 +317,16 @@ static const char stage[] =
   "D_FN (vst) (D_T *p, D_V v)\n"
   "{\n"
   "  memcpy (p, &v, sizeof v);\n"
-  "}\n\n"
+  "}\n\n";
+
+/* Staging one channel's input window in the thread's buffer, zero outside
+ * the image, split by stride phase so that a row of outputs reads a
+ * contiguous row of it: win[s][iy][m][0..D_NA) = x(ih0 + iy, iw0 + m*SW + s),
+ * D_NX elements of x (CHWN: the images) padded with zeros to D_NA.
+ * An output (oy, ox) and a tap (kh, kw) read phase (kw*DW) % SW, row
+ * oy*SH + kh*DH, column ox + (kw*DW) / SW. D_XOFF: where (ih, iw) of the
+ * channel is in x. */
+static const char stage[] =
   "static D_ATTR void\n"
   "D_FN (stage) (D_T *restrict win, const D_T *restrict xc, int64_t ih0, int64_t iw0, int64_t wy, int64_t wm)\n"
   "{\n"
@@ -530,6 +568,68 @@ static const char chwn[] =
   "                acc + ((k * tyy + oy) * txx + ox) * D_NA, sizeof (D_T) * D_N);\n"
   "}\n\n";
 
+/* NHWC depthwise: a task is a block of tx x ty output points of one image,
+ * every channel; per point, a vector of D_VL channels accumulates the taps
+ * (input and weights both contiguous along the channels: no staging). The
+ * packed weights ([channel][tap] for a depthwise conv) are turned once per
+ * call into [tap][channel]; channels past the last whole vector run scalar. */
+static const char nhwc_dw[] =
+  "D_ATTR void\n"
+  "D_NAME (const D_T *restrict x, const D_T *restrict wp, D_T *restrict y, int64_t tx, int64_t ty, int64_t tz)\n"
+  "{\n"
+  "  (void) tz;\n"
+  "  tx = tx < 1 ? 1 : tx > D_OW ? D_OW : tx;\n"
+  "  ty = ty < 1 ? 1 : ty > D_OH ? D_OH : ty;\n"
+  "  const int64_t nx = (D_OW + tx - 1) / tx, ny = (D_OH + ty - 1) / ty, cv = D_C / D_VL * D_VL;\n"
+  "  D_T *wt = aligned_alloc (64, D_RUP (sizeof (D_T) * D_KH * D_KW * D_C, 64));\n"
+  "  if (!wt)\n"
+  "    abort ();\n"
+  "  for (int64_t c = 0; c < D_C; c++)\n"
+  "    for (int64_t t = 0; t < D_KH * D_KW; t++)\n"
+  "      wt[t * D_C + c] = wp[c * D_KH * D_KW + t];\n"
+  "#pragma omp parallel for collapse(3) schedule(dynamic, 1)\n"
+  "  for (int64_t n = 0; n < D_N; n++)\n"
+  "    for (int64_t by = 0; by < ny; by++)\n"
+  "      for (int64_t bx = 0; bx < nx; bx++)\n"
+  "        for (int64_t oy = by * ty; oy < D_MIN (D_OH, (by + 1) * ty); oy++)\n"
+  "          for (int64_t ox = bx * tx; ox < D_MIN (D_OW, (bx + 1) * tx); ox++)\n"
+  "            {\n"
+  "              const int64_t ih0 = oy * D_SH - D_PT, iw0 = ox * D_SW - D_PL;\n"
+  "              D_T *yp = y + ((n * D_OH + oy) * D_OW + ox) * D_C;\n"
+  "              for (int64_t c = 0; c < cv; c += D_VL)\n"
+  "                {\n"
+  "                  D_V acc = { 0 };\n"
+  "                  for (int64_t kh = 0; kh < D_KH; kh++)\n"
+  "                    {\n"
+  "                      const int64_t ih = ih0 + kh * D_DH;\n"
+  "                      if (ih < 0 || ih >= D_H)\n"
+  "                        continue;\n"
+  "                      for (int64_t kw = 0; kw < D_KW; kw++)\n"
+  "                        {\n"
+  "                          const int64_t iw = iw0 + kw * D_DW;\n"
+  "                          if (iw >= 0 && iw < D_W)\n"
+  "                            acc += D_FN (vld) (x + ((n * D_H + ih) * D_W + iw) * D_C + c)\n"
+  "                                   * D_FN (vld) (wt + (kh * D_KW + kw) * D_C + c);\n"
+  "                        }\n"
+  "                    }\n"
+  "                  D_FN (vst) (yp + c, acc);\n"
+  "                }\n"
+  "              for (int64_t c = cv; c < D_C; c++)\n"
+  "                {\n"
+  "                  D_T acc = 0;\n"
+  "                  for (int64_t kh = 0; kh < D_KH; kh++)\n"
+  "                    for (int64_t kw = 0; kw < D_KW; kw++)\n"
+  "                      {\n"
+  "                        const int64_t ih = ih0 + kh * D_DH, iw = iw0 + kw * D_DW;\n"
+  "                        if (ih >= 0 && ih < D_H && iw >= 0 && iw < D_W)\n"
+  "                          acc += x[((n * D_H + ih) * D_W + iw) * D_C + c] * wt[(kh * D_KW + kw) * D_C + c];\n"
+  "                      }\n"
+  "                  yp[c] = acc;\n"
+  "                }\n"
+  "            }\n"
+  "  free (wt);\n"
+  "}\n\n";
+
 /* The vector width in bytes the compiler will use with -march=native here
  * (the machine that compiles is the one that emits). */
 static int
@@ -588,7 +688,8 @@ choose_blocks (const PlConvDesc *c)
   const int vb = vector_bytes ();
   const int64_t vmax = vb / (int64_t) pl_dtype_size (c->dtype), budget = vb == 64 ? 24 : 12;
   const int64_t OW = c->out[1], KG = kg (c);
-  const int64_t n = c->x_layout == PL_LAYOUT_NHWC ? KG : c->x_layout == PL_LAYOUT_CHWN ? c->batch : OW;
+  const int64_t n = nhwc_depthwise (c)                  ? c->group
+                    : c->x_layout == PL_LAYOUT_NHWC ? KG : c->x_layout == PL_LAYOUT_CHWN ? c->batch : OW;
   Blocks b = { 1, 1, 1, 1, 1 };
   /* alpha = 1 wants one input channel per pass over the tile; with fewer
    * than 4 taps a block would then do fewer multiply-adds than accumulator
@@ -738,10 +839,16 @@ pl_conv_direct_emit_c (GString *out, const PlConvDesc *c, const char *name)
     [PL_LAYOUT_CHWN] = "((size_t) (tz) * (ty) * (tx) * D_NA)",
   };
   g_string_append_printf (out, "#define D_ACC(tx, ty, tz) %s\n\n", acc[c->x_layout]);
-  g_string_append (out, scratch);
-  g_string_append (out, stage);
-  g_string_append (out, c->x_layout == PL_LAYOUT_NHWC ? nhwc : c->x_layout == PL_LAYOUT_CHWN ? chwn : nchw);
-  g_string_append (out, driver);
+  g_string_append (out, vector_io);
+  if (nhwc_depthwise (c))
+    g_string_append (out, nhwc_dw);
+  else
+    {
+      g_string_append (out, scratch);
+      g_string_append (out, stage);
+      g_string_append (out, c->x_layout == PL_LAYOUT_NHWC ? nhwc : c->x_layout == PL_LAYOUT_CHWN ? chwn : nchw);
+      g_string_append (out, driver);
+    }
   undef_all (out, start);
 }
 
@@ -902,4 +1009,12 @@ pl_conv_direct_emit_cuda (GString *out, const PlConvDesc *c, const char *name, u
   grid[2] = (unsigned) MIN (c->batch, 65535);
   block[0] = (unsigned) t.threads;
   block[1] = block[2] = 1;
+}
+
+guint32
+pl_conv_direct_source_hash (const PlConvDesc *c)
+{
+  g_autoptr (GString) src = g_string_new (NULL);
+  pl_conv_direct_emit_c (src, c, "k");
+  return g_str_hash (src->str);
 }

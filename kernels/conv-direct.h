@@ -57,6 +57,9 @@ void    pl_conv_pebble_terms       (const PlConvDesc *c, int64_t fast_mem_bytes,
  * threads (<= 0: OpenMP's team). */
 void    pl_conv_cpu_pebble_tile    (const PlConvDesc *c, int n_parallel, int64_t tile[3]);
 void    pl_conv_cpu_pebble_terms   (const PlConvDesc *c, int n_parallel, double *S, double *R);
+/* A hash of the C source pl_conv_direct_emit_c writes for c: which kernel
+ * a measurement timed (a changed generator or vector width changes it). */
+guint32 pl_conv_direct_source_hash (const PlConvDesc *c);
 /* Elements a tile of the C kernel keeps in use while it takes one step of
  * input channels: its accumulators, the staged windows and the weights of
  * the step (as the generated code sizes them). */

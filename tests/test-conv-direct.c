@@ -38,6 +38,9 @@ static const Case cases[] = {
   { "batch17", PL_DTYPE_F32, 17, 3, 6, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },
   { "f64", PL_DTYPE_F64, 2, 6, 9, 17, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },
   { "f64-group", PL_DTYPE_F64, 3, 4, 8, 8, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 2 },
+  /* depthwise with channels past the last whole vector (NHWC: its own kernel, vectors along channels) */
+  { "depthwise-s2-tail", PL_DTYPE_F32, 2, 40, 13, 11, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 40 },
+  { "depthwise-f64-5x5-d2", PL_DTYPE_F64, 1, 12, 12, 10, 12, 5, 5, 1, 1, 2, 2, 3, 2, 1, 4, 12 },
 };
 
 static PlConvDesc

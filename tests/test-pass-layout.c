@@ -312,15 +312,16 @@ test_tuned_tiles (void)
   g_assert_true (pl_tune_spaces (c, PL_LAYOUT_NHWC, &full, &pruned, pebble, &error));
   g_autofree char *pebble_key = g_strdup_printf ("%s tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT,
                                                  key, pebble[0], pebble[1], pebble[2]);
-  g_autofree char *marker = g_strdup_printf ("\tcpu\ttuned %s\t4\n", pebble_key);
+  /* ... and the kernel it timed (a hash of the generated source) */
+  g_autofree char *marker = g_strdup_printf ("\tcpu\ttuned %s src ", pebble_key);
   g_assert_nonnull (strstr (text, marker));
-  g_autofree char *pebble_line = g_strdup_printf ("\tcpu\t%s\t", pebble_key);
+  g_autofree char *pebble_line = g_strdup_printf ("\tcpu\t%s src ", pebble_key);
   g_assert_nonnull (strstr (text, pebble_line));
   g_autofree char *plain_line = g_strdup_printf ("\tcpu\t%s\t", key);
   g_assert_null (strstr (text, plain_line));
   /* the tile used is the pebble rule's or a measured tuned one */
   g_autofree char *tuned_line = g_strdup_printf ("\tcpu\t%s tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
-                                                 "x%" G_GINT64_FORMAT "\t", key, tile[0], tile[1], tile[2]);
+                                                 "x%" G_GINT64_FORMAT " src ", key, tile[0], tile[1], tile[2]);
   g_assert_nonnull (strstr (text, tuned_line));
   {
     /* searched once: a second calibration measures nothing */
@@ -329,6 +330,22 @@ test_tuned_tiles (void)
     pl_calibration_set_tuning (cal, 4);
     g_assert_true (pl_calibration_prepare (cal, g, &error));
     g_assert_cmpint (pl_calibration_n_measured (cal), ==, 0);
+    int64_t again[3];
+    pl_calibration_conv_tile (cal, c, PL_LAYOUT_NHWC, again);
+    g_assert_cmpmem (again, sizeof again, tile, sizeof tile);
+  }
+  {
+    /* a time measured of another kernel (another source hash: an older
+     * generator) does not count, however fast */
+    g_autoptr (PlCalibration) probe = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    g_autofree char *stale = g_strdup_printf ("%s%s\tcpu\t%s tile 1x1x1 src 00000000\t0.000001\n", text,
+                                              pl_calibration_machine (probe), key);
+    g_assert_true (g_file_set_contents (path, stale, -1, &error));
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    pl_calibration_restrict (cal, 1u << PL_LAYOUT_NHWC, 1u << PL_CONV_IMPL_DIRECT);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    PlCost cost = pl_calibration_conv (cal, c, PL_LAYOUT_NHWC, PL_CONV_IMPL_DIRECT);
+    g_assert_cmpfloat (cost.ms, >, 0.000001);
     int64_t again[3];
     pl_calibration_conv_tile (cal, c, PL_LAYOUT_NHWC, again);
     g_assert_cmpmem (again, sizeof again, tile, sizeof tile);
