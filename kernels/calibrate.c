@@ -239,28 +239,6 @@ cuda_machine (GError **error)
   return g_strdup_printf ("cuda %s, %d SMs", arch, pl_cuda_sm_count (cuda));
 }
 
-/* The largest cache of cpu0 (sysfs), 8 MiB if unknown. */
-static int64_t
-last_level_cache_bytes (void)
-{
-  int64_t best = 0;
-  for (int i = 0; i < 8; i++)
-    {
-      g_autofree char *path = g_strdup_printf ("/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-      g_autofree char *text = NULL;
-      if (!g_file_get_contents (path, &text, NULL, NULL))
-        break;
-      char *end = NULL;
-      int64_t v = g_ascii_strtoll (text, &end, 10);
-      if (end && (*end == 'K' || *end == 'k'))
-        v <<= 10;
-      else if (end && *end == 'M')
-        v <<= 20;
-      best = MAX (best, v);
-    }
-  return best > 0 ? best : (int64_t) 8 << 20;
-}
-
 static char *
 cache_dir (void)
 {
@@ -408,7 +386,7 @@ pl_calibration_new (PlBackend backend, bool measure, GError **error)
   cal->unsupported = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   cal->layouts = (1u << PL_LAYOUT_COUNT) - 1;
   cal->impls = (1u << PL_CONV_IMPL_GEMM) | (1u << PL_CONV_IMPL_DIRECT);
-  cal->llc_bytes = last_level_cache_bytes ();
+  cal->llc_bytes = pl_cpu_last_level_cache_bytes ();
   load_cache (cal);
   return cal;
 }

@@ -33,6 +33,19 @@ cpu_list_count (const char *list)
   return n;
 }
 
+/* sysfs's cache sizes: "48K", "2048K", "105M". */
+static int64_t
+parse_size (const char *text)
+{
+  char *end = NULL;
+  int64_t v = g_ascii_strtoll (text, &end, 10);
+  if (end && (*end == 'K' || *end == 'k'))
+    v <<= 10;
+  else if (end && *end == 'M')
+    v <<= 20;
+  return v;
+}
+
 /* A data (or unified) cache of cpu0 at `level`, from sysfs: its size divided
  * among the CPUs that share it (so two hyperthreads of a core get half each)
  * and its line size; fallback when sysfs says nothing. */
@@ -51,12 +64,7 @@ read_cache (const char *level_wanted, int64_t fallback, int64_t *bytes, int64_t 
       g_autofree char *line_size = read_sysfs (dir, "coherency_line_size");
       if (!level || !size || strcmp (level, level_wanted) != 0 || (type && strcmp (type, "Instruction") == 0))
         continue;
-      char *end = NULL;
-      int64_t v = g_ascii_strtoll (size, &end, 10);
-      if (end && (*end == 'K' || *end == 'k'))
-        v <<= 10;
-      else if (end && *end == 'M')
-        v <<= 20;
+      int64_t v = parse_size (size);
       int sharers = shared ? cpu_list_count (shared) : 1;
       if (v > 0)
         *bytes = v / MAX (sharers, 1);
@@ -69,7 +77,7 @@ read_cache (const char *level_wanted, int64_t fallback, int64_t *bytes, int64_t 
 
 /* The caches, read once. */
 typedef struct {
-  int64_t l1, l2, line;
+  int64_t l1, l2, line, largest;
 } Caches;
 
 static const Caches *
@@ -82,6 +90,16 @@ caches (void)
       int64_t line2;
       read_cache ("1", 32 << 10, &c.l1, &c.line);
       read_cache ("2", 1 << 20, &c.l2, &line2);
+      for (int i = 0; i < 8; i++)
+        {
+          g_autofree char *dir = g_strdup_printf ("/sys/devices/system/cpu/cpu0/cache/index%d", i);
+          g_autofree char *size = read_sysfs (dir, "size");
+          if (!size)
+            break;
+          c.largest = MAX (c.largest, parse_size (size));
+        }
+      if (c.largest <= 0)
+        c.largest = (int64_t) 8 << 20;
       g_once_init_leave (&done, 1);
     }
   return &c;
@@ -103,6 +121,12 @@ int64_t
 pl_cpu_line_bytes (void)
 {
   return caches ()->line;
+}
+
+int64_t
+pl_cpu_last_level_cache_bytes (void)
+{
+  return caches ()->largest;
 }
 
 /* OpenMP's team size: OMP_NUM_THREADS's first entry when set, else the CPUs. */

@@ -19,6 +19,8 @@ int     pl_cpu_parallel_units    (void);
  * cache line (64 bytes if unknown). */
 int64_t pl_cpu_l1_bytes          (void);
 int64_t pl_cpu_line_bytes        (void);
+/* The largest cache of cpu0, whole (the last level; 8 MiB if unknown). */
+int64_t pl_cpu_last_level_cache_bytes (void);
 /* Steal time: milliseconds the hypervisor ran something else while one of
  * our virtual CPUs wanted to run, summed over the CPUs, since boot (the
  * `steal` column of /proc/stat; 10 ms resolution). -1 where procfs does not
