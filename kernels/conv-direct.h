@@ -41,7 +41,7 @@ void    pl_conv_direct_emit_c      (GString *out, const PlConvDesc *c, const cha
  * receive its launch dimensions. */
 void    pl_conv_direct_emit_cuda   (GString *out, const PlConvDesc *c, const char *name,
                                     unsigned grid[3], unsigned block[3]);
-/* The tile from the pebble rule for fast memory of fast_mem_bytes per parallel
+/* conv-tile.c: the tile from the pebble rule for fast memory of fast_mem_bytes per parallel
  * unit, n_parallel units and cache lines of line_elems elements (1: words
  * cost alike; see pebble_r in conv-direct.c), clamped to the output (each
  * entry >= 1). */
@@ -60,6 +60,11 @@ void    pl_conv_cpu_pebble_terms   (const PlConvDesc *c, int n_parallel, double 
 /* A hash of the C source pl_conv_direct_emit_c writes for c: which kernel
  * a measurement timed (a changed generator or vector width changes it). */
 guint32 pl_conv_direct_source_hash (const PlConvDesc *c);
+/* A depthwise conv in NHWC (one input and one output channel a group): its
+ * own C kernel, with vectors along the channels (the generic one would run
+ * along the one output channel of a group, a vector of one), and its own
+ * tile (conv-tile.c). */
+bool    pl_conv_direct_nhwc_depthwise (const PlConvDesc *c);
 /* Elements a tile of the C kernel keeps in use while it takes one step of
  * input channels: its accumulators, the staged windows and the weights of
  * the step (as the generated code sizes them). */
