@@ -184,7 +184,9 @@ static const char vector_io[] =
 
 /* Staging one channel's input window in the thread's buffer, zero outside
  * the image, split by stride phase so that a row of outputs reads a
- * contiguous row of it: win[s][iy][m][0..D_NA) = x(ih0 + iy, iw0 + m*SW + s),
+ * contiguous row of it: win[s][iy][m][0..D_NA) = x(ih0 + iy, iw0 + m*SW + s)
+ * for the phases and rows some tap reads (a 1x1 stride-2 conv reads a
+ * quarter of its window; the rest is left unwritten),
  * D_NX elements of x (CHWN: the images) padded with zeros to D_NA.
  * An output (oy, ox) and a tap (kh, kw) read phase (kw*DW) % SW, row
  * oy*SH + kh*DH, column ox + (kw*DW) / SW. D_XOFF: where (ih, iw) of the
@@ -196,6 +198,17 @@ static const char stage[] =
   "  for (int64_t s = 0; s < D_SW; s++)\n"
   "    for (int64_t iy = 0; iy < wy; iy++)\n"
   "      {\n"
+  "        /* a kernel smaller than its stride reads only some phases and rows: stage those */\n"
+  "        int read = 0;\n"
+  "        for (int64_t kw = 0; kw < D_KW; kw++)\n"
+  "          read |= (kw * D_DW) % D_SW == s;\n"
+  "        if (!read)\n"
+  "          break;\n"
+  "        read = 0;\n"
+  "        for (int64_t kh = 0; kh < D_KH; kh++)\n"
+  "          read |= iy >= kh * D_DH && (iy - kh * D_DH) % D_SH == 0;\n"
+  "        if (!read)\n"
+  "          continue;\n"
   "        D_T *wr = win + (s * wy + iy) * wm * D_NA;\n"
   "        const int64_t ih = ih0 + iy;\n"
   "        if (ih < 0 || ih >= D_H)\n"

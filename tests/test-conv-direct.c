@@ -38,6 +38,10 @@ static const Case cases[] = {
   { "batch17", PL_DTYPE_F32, 17, 3, 6, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },
   { "f64", PL_DTYPE_F64, 2, 6, 9, 17, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },
   { "f64-group", PL_DTYPE_F64, 3, 4, 8, 8, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 2 },
+  /* kernels smaller than their stride: only some window phases and rows are staged */
+  { "1x1-s2", PL_DTYPE_F32, 2, 24, 14, 13, 40, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1 },
+  { "2x1-s3-pads", PL_DTYPE_F32, 3, 5, 17, 16, 6, 2, 1, 3, 3, 1, 1, 1, 0, 2, 1, 1 },
+  { "2x2-s3-d2", PL_DTYPE_F64, 1, 4, 19, 19, 8, 2, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1 },
   /* depthwise with channels past the last whole vector (NHWC: its own kernel, vectors along channels) */
   { "depthwise-s2-tail", PL_DTYPE_F32, 2, 40, 13, 11, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 40 },
   { "depthwise-f64-5x5-d2", PL_DTYPE_F64, 1, 12, 12, 10, 12, 5, 5, 1, 1, 2, 2, 3, 2, 1, 4, 12 },
