@@ -18,6 +18,15 @@
 #include <string.h>
 
 static bool have_nvrtc;
+
+/* true (and the test marked skipped) where NVRTC cannot be loaded */
+static bool
+skip_without_nvrtc (void)
+{
+  if (!have_nvrtc)
+    g_test_skip ("libnvrtc cannot be loaded");
+  return !have_nvrtc;
+}
 static bool have_gpu;
 
 /* NVRTC-compiles g's kernels; returns the CUDA source. */
@@ -65,11 +74,8 @@ run_on_gpu (const PlGraph *g)
 static void
 test_samples (gconstpointer data)
 {
-  if (!have_nvrtc)
-    {
-      g_test_skip ("libnvrtc cannot be loaded");
-      return;
-    }
+  if (skip_without_nvrtc ())
+    return;
   g_autoptr (PlGraph) g = pl_test_load_sample (data);
   g_autofree char *a = compile_check (g, 1);
   run_on_gpu (g);
@@ -172,11 +178,8 @@ test_mapping (void)
 static void
 test_dtypes_and_reductions (void)
 {
-  if (!have_nvrtc)
-    {
-      g_test_skip ("libnvrtc cannot be loaded");
-      return;
-    }
+  if (skip_without_nvrtc ())
+    return;
   g_autoptr (PlGraph) g = pl_test_parse (
     "graph d opset 17 {\n"
     "  input x: f32[6, 10, 3]\n  input y: f64[6, 10]\n"
@@ -197,11 +200,8 @@ test_dtypes_and_reductions (void)
 static void
 test_library (void)
 {
-  if (!have_nvrtc)
-    {
-      g_test_skip ("libnvrtc cannot be loaded");
-      return;
-    }
+  if (skip_without_nvrtc ())
+    return;
   g_autoptr (PlGraph) g = pl_test_parse (
     "graph lib opset 17 {\n"
     "  input x: f32[2, 4, 9, 8]\n  input a: f32[5, 7]\n  input b: f32[7, 3]\n"
@@ -222,11 +222,8 @@ test_library (void)
 static void
 test_conv_transpose (void)
 {
-  if (!have_nvrtc)
-    {
-      g_test_skip ("libnvrtc cannot be loaded");
-      return;
-    }
+  if (skip_without_nvrtc ())
+    return;
   g_autoptr (PlGraph) g = pl_test_parse (
     "graph ct opset 17 {\n"
     "  input x: f32[2, 4, 5, 6]\n  input x1: f64[2, 3, 7]\n"
@@ -253,11 +250,8 @@ test_conv_transpose (void)
 static void
 test_in_place (void)
 {
-  if (!have_nvrtc)
-    {
-      g_test_skip ("libnvrtc cannot be loaded");
-      return;
-    }
+  if (skip_without_nvrtc ())
+    return;
   g_autoptr (PlGraph) g = pl_test_parse (
     "graph ip opset 17 {\n  input x: f32[64, 1024]\n  const k: f32[] = 0.5\n"
     "  a = Exp(x)\n  b = Sin(a)\n  c = Add(a, b)\n  d = Mul(c, k)\n  e = Relu(d)\n  output e\n}\n");
