@@ -2,7 +2,8 @@
 """Exports real CNNs from PyTorch to ONNX for benchmarks and the layout
 pass: ResNet-18, ResNet-50 and MobileNetV2 as torchvision defines them,
 written out here (Debian's python3-torch has no torchvision), with random
-weights — nothing is downloaded.
+weights and batch-norm statistics gathered on random images — nothing is
+downloaded.
 Usage: export_torch_models.py OUTDIR [--batch N] [resnet18|resnet50|mobilenet_v2 ...]
 (--batch: a static batch, as the layout pass needs; default a symbolic N)"""
 import sys
@@ -104,9 +105,9 @@ class MobileNetV2(nn.Module):
         layers += [nn.Conv2d(cin, 1280, 1, bias=False), nn.BatchNorm2d(1280), nn.ReLU6()]
         self.features = nn.Sequential(*layers)
         self.fc = nn.Linear(1280, classes)
-        # torchvision's initialisation; then batch statistics gathered on random images (see
-        # calibrate_batch_norm): with untrained running statistics the activations die out and the
-        # logits come out as the fc bias alone, which would make the output check vacuous
+        # torchvision's initialisation (the export then gathers batch statistics, calibrate_batch_norm:
+        # with untrained running statistics this network's activations die out and its logits come
+        # out as the fc bias alone, which would make the output check vacuous)
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
                 nn.init.kaiming_normal_(m.weight, mode="fan_out")
@@ -148,8 +149,7 @@ if __name__ == "__main__":
     out = args[0]
     torch.manual_seed(0)
     for name in args[1:] or ["resnet18"]:
-        model = MODELS[name]()
-        model = calibrate_batch_norm(model) if name == "mobilenet_v2" else model.eval()
+        model = calibrate_batch_norm(MODELS[name]())
         x = torch.randn(batch or 1, 3, 224, 224)
         suffix = f"-b{batch}" if batch else ""
         torch.onnx.export(model, x, f"{out}/{name}{suffix}.onnx", opset_version=13, input_names=["image"],
