@@ -49,6 +49,7 @@ typedef struct {
   double      ms;
   int64_t     moved, peak;
   double      error;
+  bool        emulated;   /* ran on the CUDA emulator */
   PlGraph    *graph;      /* the variant's graph: the executable refers to it */
   PlExecutable *exe;
   GArray     *round_ms;   /* double: the median of each round, in round order */
@@ -149,6 +150,7 @@ prepare_variant (const PlGraph *g, const Variant *v, char *const *extra, const P
   g_array_append_val (r->round_steal, steal);
   r->moved = pl_cli_report_bytes (rep);
   r->peak = rep->peak_bytes;
+  r->emulated = rep->emulated;
   r->error = want ? worst_error (outs, want, (int) g->outputs->len) : NAN;
   pl_interp_free_outputs (outs, (int) g->outputs->len);
   return true;
@@ -458,6 +460,13 @@ pl_cli_bench (int argc, char **argv)
   g_autofree char *gb = pl_cli_human_bytes (gbytes);
   printf ("%s on %s: %d timed runs per variant in each of %d round(s); the graph moves %s (inputs + parameters + outputs once)\n",
           argv[1], pl_backend_name (backend), repeat, rounds, gb);
+  for (int i = 0; i < n; i++)
+    if (res[i].emulated)
+      {
+        printf ("cuda is the CUDA emulator here (PASSLAB_CUDA=emulator): the errors are real, the times are the "
+                "CPU's and say nothing about a GPU\n");
+        break;
+      }
   printf ("%-8s %8s %9s %12s %10s %9s %12s %12s %10s\n", "variant", "kernels", "launches", "median ms", "GB/s",
           "speed-up", "moved", "peak mem", "max error");
   double base = 0;

@@ -18,6 +18,8 @@ typedef void (*PlCpuIm2colFn) (const void *x, void *col, int64_t n, int64_t g);
  * cache_dir/<sha256 of compiler, flags and source>.so (reused when present:
  * *cache_hit) and loads it. cache_dir NULL: $XDG_CACHE_HOME/passlab/kernels. */
 PlCpuModule *pl_cpu_module_compile (const char *source, const char *cache_dir, bool *cache_hit, GError **error);
+/* The same with the system C++ compiler ($PASSLAB_CXX, default c++): the CUDA emulator's modules. */
+PlCpuModule *pl_cpu_module_compile_cxx (const char *source, const char *cache_dir, bool *cache_hit, GError **error);
 void        *pl_cpu_module_symbol  (PlCpuModule *m, const char *name);
 const char  *pl_cpu_module_path    (const PlCpuModule *m);
 void         pl_cpu_module_free    (PlCpuModule *m);
@@ -73,7 +75,12 @@ typedef struct _PlCudaContext PlCudaContext;
 PlCudaContext *pl_cuda_get         (GError **error);
 bool         pl_cuda_available     (char **reason);
 int          pl_cuda_sm_count      (PlCudaContext *c);
+/* The driver's name of the device ("NVIDIA H100 80GB HBM3"). */
+const char  *pl_cuda_device_name   (PlCudaContext *c);
 /* "compute_90" for the current device. */
 char        *pl_cuda_arch          (PlCudaContext *c);
+/* Whether the CUDA emulator (PASSLAB_CUDA=emulator) stands in for a GPU:
+ * its results are checked, its times are the CPU's, not a GPU's. */
+bool         pl_cuda_emulated      (PlCudaContext *c);
 
 G_END_DECLS

@@ -212,31 +212,12 @@ cpu_threads (void)
   return n > 0 ? n : (int) g_get_num_processors ();
 }
 
-/* "cuda NVIDIA H100 80GB HBM3" from the driver's /proc entry, else the arch. */
+/* "cuda NVIDIA H100 80GB HBM3, 132 SMs" (the emulator: "cuda passlab CUDA emulator (CPU), 4 SMs"). */
 static char *
 cuda_machine (GError **error)
 {
   PlCudaContext *cuda = pl_cuda_get (error);
-  if (!cuda)
-    return NULL;
-  g_autoptr (GDir) dir = g_dir_open ("/proc/driver/nvidia/gpus", 0, NULL);
-  const char *name;
-  while (dir && (name = g_dir_read_name (dir)))
-    {
-      g_autofree char *path = g_build_filename ("/proc/driver/nvidia/gpus", name, "information", NULL);
-      g_autofree char *text = NULL;
-      if (!g_file_get_contents (path, &text, NULL, NULL))
-        continue;
-      g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
-      for (int i = 0; lines[i]; i++)
-        if (g_str_has_prefix (lines[i], "Model:"))
-          {
-            g_autofree char *model = g_strstrip (g_strdup (lines[i] + 6));
-            return g_strdup_printf ("cuda %s, %d SMs", model, pl_cuda_sm_count (cuda));
-          }
-    }
-  g_autofree char *arch = pl_cuda_arch (cuda);
-  return g_strdup_printf ("cuda %s, %d SMs", arch, pl_cuda_sm_count (cuda));
+  return cuda ? g_strdup_printf ("cuda %s, %d SMs", pl_cuda_device_name (cuda), pl_cuda_sm_count (cuda)) : NULL;
 }
 
 static char *

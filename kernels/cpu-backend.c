@@ -37,10 +37,27 @@
  * AVX-512. libmvec (kernels' vectorized libm) comes with -lm. */
 #define CFLAGS "-O3 -march=native -mprefer-vector-width=512 -fopenmp -fno-trapping-math -fno-math-errno -fPIC -shared -w"
 
+/* The CUDA emulator's modules (cuda-emulator.c): CUDA C compiled as C++.
+ * -U_FORTIFY_SOURCE: its fibers _longjmp between stacks, which the fortified
+ * longjmp refuses; -fno-strict-aliasing: CUDA code reinterprets shared memory. */
+#define CXXFLAGS "-O2 -std=gnu++17 -fPIC -shared -w -fno-strict-aliasing -U_FORTIFY_SOURCE"
+
 struct _PlCpuModule {
   void *handle;
   char *path;
 };
+
+typedef struct {
+  const char *env;        /* the variable that names the compiler */
+  const char *fallback;   /* the compiler when it is unset */
+  const char *flags;
+  const char *ext;        /* of the source file */
+  const char *what;       /* for messages */
+  int         id;         /* which identity slot */
+} Toolchain;
+
+static const Toolchain c_toolchain = { "PASSLAB_CC", "cc", CFLAGS, "c", "C compiler", 0 };
+static const Toolchain cxx_toolchain = { "PASSLAB_CXX", "c++", CXXFLAGS, "cc", "C++ compiler", 1 };
 
 const char *
 pl_cpu_compiler_flags (void)
@@ -49,22 +66,22 @@ pl_cpu_compiler_flags (void)
 }
 
 static const char *
-compiler (void)
+compiler (const Toolchain *t)
 {
-  const char *cc = g_getenv ("PASSLAB_CC");
-  return cc && *cc ? cc : "cc";
+  const char *cc = g_getenv (t->env);
+  return cc && *cc ? cc : t->fallback;
 }
 
-/* `cc --version`'s first line, once per process. */
+/* `cc --version`'s first line, once per process and toolchain. */
 static const char *
-compiler_identity (void)
+compiler_identity (const Toolchain *t)
 {
-  static char *id;
+  static char *id[2];
   static GMutex lock;
   g_mutex_lock (&lock);
-  if (!id)
+  if (!id[t->id])
     {
-      const char *argv[] = { compiler (), "--version", NULL };
+      const char *argv[] = { compiler (t), "--version", NULL };
       g_autofree char *out = NULL;
       int status = 0;
       if (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
@@ -73,13 +90,13 @@ compiler_identity (void)
           char *nl = strchr (out, '\n');
           if (nl)
             *nl = '\0';
-          id = g_strdup (out);
+          id[t->id] = g_strdup (out);
         }
       else
-        id = g_strdup ("");
+        id[t->id] = g_strdup ("");
     }
   g_mutex_unlock (&lock);
-  return id;
+  return id[t->id];
 }
 
 static char *
@@ -101,8 +118,8 @@ first_lines (const char *text, int n)
   return g_strjoinv ("\n", lines);
 }
 
-PlCpuModule *
-pl_cpu_module_compile (const char *source, const char *cache_dir, bool *cache_hit, GError **error)
+static PlCpuModule *
+module_compile (const Toolchain *t, const char *source, const char *cache_dir, bool *cache_hit, GError **error)
 {
   g_autofree char *dir = cache_dir ? g_strdup (cache_dir) : default_cache_dir ();
   if (g_mkdir_with_parents (dir, 0755) != 0)
@@ -110,11 +127,11 @@ pl_cpu_module_compile (const char *source, const char *cache_dir, bool *cache_hi
       g_set_error (error, PL_ERROR, PL_ERROR_IO, "cannot create the kernel cache %s: %s", dir, g_strerror (errno));
       return NULL;
     }
-  g_autofree char *keytext = g_strdup_printf ("%s\n%s %s\n%s", compiler_identity (), compiler (), CFLAGS, source);
+  g_autofree char *keytext = g_strdup_printf ("%s\n%s %s\n%s", compiler_identity (t), compiler (t), t->flags, source);
   g_autofree char *hash = g_compute_checksum_for_string (G_CHECKSUM_SHA256, keytext, -1);
   g_autofree char *base = g_strdup_printf ("k%.32s", hash);
   g_autofree char *so = g_strdup_printf ("%s/%s.so", dir, base);
-  g_autofree char *src = g_strdup_printf ("%s/%s.c", dir, base);
+  g_autofree char *src = g_strdup_printf ("%s/%s.%s", dir, base, t->ext);
   if (cache_hit)
     *cache_hit = g_file_test (so, G_FILE_TEST_EXISTS);
 
@@ -123,9 +140,9 @@ pl_cpu_module_compile (const char *source, const char *cache_dir, bool *cache_hi
       if (!g_file_set_contents (src, source, -1, error))
         return NULL;
       g_autofree char *tmp = g_strdup_printf ("%s/%s.%d.tmp.so", dir, base, (int) getpid ());
-      g_auto (GStrv) flags = g_strsplit (CFLAGS, " ", -1);
+      g_auto (GStrv) flags = g_strsplit (t->flags, " ", -1);
       g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-      g_ptr_array_add (argv, (gpointer) compiler ());
+      g_ptr_array_add (argv, (gpointer) compiler (t));
       for (int i = 0; flags[i]; i++)
         g_ptr_array_add (argv, flags[i]);
       g_ptr_array_add (argv, (gpointer) "-o");
@@ -141,14 +158,14 @@ pl_cpu_module_compile (const char *source, const char *cache_dir, bool *cache_hi
       if (!g_spawn_sync (NULL, (char **) argv->pdata, env, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
                          NULL, NULL, &err, &status, &local))
         {
-          g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "cannot run the C compiler '%s': %s", compiler (),
+          g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "cannot run the %s '%s': %s", t->what, compiler (t),
                        local->message);
           return NULL;
         }
       if (!g_spawn_check_wait_status (status, NULL))
         {
           g_autofree char *msg = first_lines (err, 20);
-          g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "the C compiler failed on %s:\n%s", src, msg);
+          g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "the %s failed on %s:\n%s", t->what, src, msg);
           g_unlink (tmp);
           return NULL;
         }
@@ -177,6 +194,18 @@ pl_cpu_module_compile (const char *source, const char *cache_dir, bool *cache_hi
   m->handle = h;
   m->path = g_steal_pointer (&so);
   return m;
+}
+
+PlCpuModule *
+pl_cpu_module_compile (const char *source, const char *cache_dir, bool *cache_hit, GError **error)
+{
+  return module_compile (&c_toolchain, source, cache_dir, cache_hit, error);
+}
+
+PlCpuModule *
+pl_cpu_module_compile_cxx (const char *source, const char *cache_dir, bool *cache_hit, GError **error)
+{
+  return module_compile (&cxx_toolchain, source, cache_dir, cache_hit, error);
 }
 
 void *

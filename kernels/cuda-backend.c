@@ -11,30 +11,10 @@
  * events only (cuStreamWaitEvent).
  */
 #define G_LOG_DOMAIN "passlab"
-#include "runtime-private.h"
+#include "cuda-private.h"
 
 #include <dlfcn.h>
 #include <string.h>
-
-typedef int CUresult;
-typedef int CUdevice;
-typedef void *CUcontext;
-typedef void *CUmodule;
-typedef void *CUfunction;
-typedef void *CUevent;
-typedef void *CUstream;
-typedef unsigned long long CUdeviceptr;
-typedef int nvrtcResult;
-typedef void *nvrtcProgram;
-typedef int cublasStatus_t;
-typedef void *cublasHandle_t;
-
-#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
-#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
-#define CUBLAS_OP_N 0
-#define CUBLAS_OP_T 1
 
 /* --- NVRTC ----------------------------------------------------------------------------- */
 
@@ -148,55 +128,6 @@ pl_nvrtc_compile (const char *source, const char *arch, size_t *ptx_size, GError
 
 /* --- the driver -------------------------------------------------------------------------- */
 
-struct _PlCudaContext {
-  CUdevice        dev;
-  CUcontext       ctx;
-  int             sms, major, minor;
-  char            name[256];
-  CUevent        *events;
-  int             n_events;
-  cublasHandle_t  blas;
-  char           *blas_error;
-  CUresult (*init) (unsigned);
-  CUresult (*device_get) (CUdevice *, int);
-  CUresult (*device_count) (int *);
-  CUresult (*device_attr) (int *, int, CUdevice);
-  CUresult (*device_name) (char *, int, CUdevice);
-  CUresult (*primary_retain) (CUcontext *, CUdevice);
-  CUresult (*set_current) (CUcontext);
-  CUresult (*module_load) (CUmodule *, const void *);
-  CUresult (*get_function) (CUfunction *, CUmodule, const char *);
-  CUresult (*func_set_attr) (CUfunction, int, int);
-  CUresult (*launch) (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
-                      void **, void **);
-  CUresult (*mem_alloc) (CUdeviceptr *, size_t);
-  CUresult (*mem_free) (CUdeviceptr);
-  CUresult (*htod) (CUdeviceptr, const void *, size_t);
-  CUresult (*dtoh) (void *, CUdeviceptr, size_t);
-  CUresult (*event_create) (CUevent *, unsigned);
-  CUresult (*event_record) (CUevent, CUstream);
-  CUresult (*event_sync) (CUevent);
-  CUresult (*event_elapsed) (float *, CUevent, CUevent);
-  CUresult (*ctx_sync) (void);
-  CUresult (*error_string) (CUresult, const char **);
-  CUresult (*host_alloc) (void **, size_t, unsigned);
-  CUresult (*host_free) (void *);
-  CUresult (*htod_async) (CUdeviceptr, const void *, size_t, CUstream);
-  CUresult (*dtoh_async) (void *, CUdeviceptr, size_t, CUstream);
-  CUresult (*stream_create) (CUstream *, unsigned);
-  CUresult (*stream_wait_event) (CUstream, CUevent, unsigned);
-  CUstream        copy_stream;
-  cublasStatus_t (*blas_sgemm) (cublasHandle_t, int, int, int, int, int, const float *, const float *, int,
-                                const float *, int, const float *, float *, int);
-  cublasStatus_t (*blas_dgemm) (cublasHandle_t, int, int, int, int, int, const double *, const double *, int,
-                                const double *, int, const double *, double *, int);
-  cublasStatus_t (*blas_sgemm_batched) (cublasHandle_t, int, int, int, int, int, const float *, const float *, int,
-                                        long long, const float *, int, long long, const float *, float *, int,
-                                        long long, int);
-  cublasStatus_t (*blas_dgemm_batched) (cublasHandle_t, int, int, int, int, int, const double *, const double *, int,
-                                        long long, const double *, int, long long, const double *, double *, int,
-                                        long long, int);
-};
 
 static PlCudaContext *the_context;
 static char *context_error;
@@ -235,14 +166,17 @@ load_cublas (PlCudaContext *c)
 static PlCudaContext *
 open_driver (char **why)
 {
-  void *h = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h)
+  PlCudaContext *c = g_new0 (PlCudaContext, 1);
+  if (g_strcmp0 (g_getenv ("PASSLAB_CUDA"), "emulator") == 0)
+    pl_cuda_emulator_open (c);
+  void *h = c->emulated ? NULL : dlopen ("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!c->emulated && !h)
     {
-      *why = g_strdup ("no libcuda.so.1: no NVIDIA driver");
+      *why = g_strdup ("no libcuda.so.1: no NVIDIA driver (PASSLAB_CUDA=emulator runs the CUDA code on the CPU)");
+      g_free (c);
       return NULL;
     }
-  PlCudaContext *c = g_new0 (PlCudaContext, 1);
-  bool ok = SYM (h, c->init, "cuInit") && SYM (h, c->device_get, "cuDeviceGet") &&
+  bool ok = c->emulated || (SYM (h, c->init, "cuInit") && SYM (h, c->device_get, "cuDeviceGet") &&
             SYM (h, c->device_count, "cuDeviceGetCount") && SYM (h, c->device_attr, "cuDeviceGetAttribute") &&
             SYM (h, c->device_name, "cuDeviceGetName") && SYM (h, c->primary_retain, "cuDevicePrimaryCtxRetain") &&
             SYM (h, c->set_current, "cuCtxSetCurrent") && SYM (h, c->module_load, "cuModuleLoadData") &&
@@ -255,7 +189,7 @@ open_driver (char **why)
             SYM (h, c->error_string, "cuGetErrorString") && SYM (h, c->host_alloc, "cuMemHostAlloc") &&
             SYM (h, c->host_free, "cuMemFreeHost") && SYM (h, c->htod_async, "cuMemcpyHtoDAsync_v2") &&
             SYM (h, c->dtoh_async, "cuMemcpyDtoHAsync_v2") && SYM (h, c->stream_create, "cuStreamCreate") &&
-            SYM (h, c->stream_wait_event, "cuStreamWaitEvent");
+            SYM (h, c->stream_wait_event, "cuStreamWaitEvent"));
   int count = 0;
   if (!ok)
     *why = g_strdup ("libcuda.so.1 lacks an entry point (driver too old?)");
@@ -271,7 +205,8 @@ open_driver (char **why)
       c->device_attr (&c->major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev);
       c->device_attr (&c->minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev);
       c->device_name (c->name, sizeof c->name - 1, c->dev);
-      load_cublas (c);
+      if (!c->emulated)
+        load_cublas (c);
       return c;
     }
   g_free (c);
@@ -301,18 +236,19 @@ pl_cuda_available (char **reason)
 {
   g_autoptr (GError) error = NULL;
   char *why = NULL;
-  if (!pl_nvrtc_available (&why))
+  PlCudaContext *c = pl_cuda_get (&error);
+  if (!c)
+    {
+      if (reason)
+        *reason = g_strdup (context_error);
+      return false;
+    }
+  if (!c->emulated && !pl_nvrtc_available (&why))   /* the emulator compiles CUDA C without NVRTC */
     {
       if (reason)
         *reason = why;
       else
         g_free (why);
-      return false;
-    }
-  if (!pl_cuda_get (&error))
-    {
-      if (reason)
-        *reason = g_strdup (context_error);
       return false;
     }
   return true;
@@ -330,9 +266,31 @@ pl_cuda_arch (PlCudaContext *c)
   return c->major > 0 ? g_strdup_printf ("compute_%d%d", c->major, c->minor) : g_strdup ("compute_90");
 }
 
-gpointer
-pl_cuda_module_load (PlCudaContext *c, const char *ptx, GError **error)
+const char *
+pl_cuda_device_name (PlCudaContext *c)
 {
+  return c->name[0] ? c->name : "unknown GPU";
+}
+
+bool
+pl_cuda_emulated (PlCudaContext *c)
+{
+  return c->emulated;
+}
+
+/* NVRTC, then the driver loads the PTX. The emulator compiles the CUDA C
+ * itself, after NVRTC (when it can be loaded) has checked that a GPU would
+ * take the same code. */
+gpointer
+pl_cuda_module_build (PlCudaContext *c, const char *source, const char *const *kernels, GError **error)
+{
+  g_autofree char *arch = pl_cuda_arch (c);
+  size_t size = 0;
+  g_autofree char *ptx = NULL;
+  if ((!c->emulated || pl_nvrtc_available (NULL)) && !(ptx = pl_nvrtc_compile (source, arch, &size, error)))
+    return NULL;
+  if (c->emulated)
+    return pl_cuda_emulator_load (source, kernels, error);
   CUmodule m = NULL;
   return cu_check (c, c->module_load (&m, ptx), "cuModuleLoadData", error) ? m : NULL;
 }

@@ -98,10 +98,13 @@ pl_runtime_compile_cuda (PlExecutable *e, GError **error)
   if (!e->cuda)
     return false;
   pl_runtime_generate_cuda (e, pl_cuda_sm_count (e->cuda));
-  g_autofree char *arch = pl_cuda_arch (e->cuda);
-  size_t size;
-  g_autofree char *ptx = pl_nvrtc_compile (e->source, arch, &size, error);
-  if (!ptx || !(e->cu_module = pl_cuda_module_load (e->cuda, ptx, error)))
+  g_autoptr (GPtrArray) entries = g_ptr_array_new ();
+  for (guint s = 0; s < e->steps->len; s++)
+    for (int k = 0; k < 2; k++)
+      if (pl_runtime_step (e, (int) s)->launch[k].entry)
+        g_ptr_array_add (entries, pl_runtime_step (e, (int) s)->launch[k].entry);
+  g_ptr_array_add (entries, NULL);
+  if (!(e->cu_module = pl_cuda_module_build (e->cuda, e->source, (const char *const *) entries->pdata, error)))
     return false;
   for (guint s = 0; s < e->steps->len; s++)
     {

@@ -154,7 +154,9 @@ PlTensor **pl_runtime_run_compiled  (PlExecutable *e, PlTensor *const *inputs, i
                                      GError **error);
 
 /* cuda-backend.c: the driver API the runtime uses */
-gpointer pl_cuda_module_load   (PlCudaContext *c, const char *ptx, GError **error);
+/* The module of a CUDA C translation unit: NVRTC and cuModuleLoadData, or
+ * the emulator's (which needs the names of the kernels, NULL-terminated). */
+gpointer pl_cuda_module_build  (PlCudaContext *c, const char *source, const char *const *kernels, GError **error);
 gpointer pl_cuda_function      (PlCudaContext *c, gpointer module, const char *name, GError **error);
 guint64  pl_cuda_alloc         (PlCudaContext *c, size_t bytes, GError **error);
 void     pl_cuda_free          (PlCudaContext *c, guint64 ptr);

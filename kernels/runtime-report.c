@@ -63,6 +63,7 @@ pl_run_report_json (const PlRunReport *r)
   json_string (s, pl_backend_name (r->backend));
   g_string_append (s, ", \"device\": ");
   json_string (s, r->device);
+  g_string_append_printf (s, ", \"emulated\": %s", r->emulated ? "true" : "false");
   g_string_append_printf (s, ", \"repeats\": %d, \"total_ms\": ", r->repeats);
   json_number (s, r->total_ms);
   g_string_append_printf (s, ", \"peak_bytes\": %" G_GINT64_FORMAT ", \"arena_bytes\": %" G_GINT64_FORMAT

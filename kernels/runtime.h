@@ -91,6 +91,7 @@ typedef struct {
   PlTraceEvent    *events;        /* the last run's launches */
   int              n_events;
   char            *device;        /* "cpu: 2 threads", "NVIDIA H100 ...", "reference interpreter" */
+  bool             emulated;      /* cuda on the CUDA emulator: results are real, times are the CPU's */
   /* swapping (SwapOut / SwapIn nodes, DESIGN.md §1.5) */
   int64_t          host_peak_bytes; /* most swapped-out bytes held in host memory at once */
   int64_t          host_pool_bytes; /* the host pool (first fit, like the arena; pinned on cuda) */

@@ -1,16 +1,18 @@
 /* test-kernels-cuda.c — the CUDA backend. Without a GPU: the generated CUDA
- * C of every sample graph (unfused, loop-fused and stitched) and of
- * hand-made kernels compiles with NVRTC (skipped when libnvrtc cannot be
- * loaded), the thread mapping follows the plan (a block per long row,
- * warps for short rows, the stitch pass's attributes when present), and an
- * output stored over an input drops __restrict__ on both. With a
- * GPU (pl_backend_available), the same graphs run and agree with the
- * reference interpreter. */
+ * C of every sample graph (unfused, loop-fused and stitched), of random
+ * graphs and of hand-made kernels compiles with NVRTC (skipped when libnvrtc
+ * cannot be loaded), the thread mapping follows the plan (a block per long
+ * row, warps for short rows, the stitch pass's attributes when present), and
+ * an output stored over an input drops __restrict__ on both. With a GPU
+ * (pl_backend_available), or on the CUDA emulator (kernels-cuda-emulated in
+ * meson.build runs this program with PASSLAB_CUDA=emulator), the same graphs
+ * run and agree with the reference interpreter. */
 #include "builtin-passes.h"
 #include "codegen.h"
 #include "fusion.h"
 #include "kernel-plan.h"
 #include "pass-manager.h"
+#include "random-graph.h"
 #include "runtime.h"
 #include "text-format.h"
 #include "test-util.h"
@@ -92,6 +94,31 @@ test_samples (gconstpointer data)
       g_autoptr (PlGraph) t = pl_test_passes (g, "simplify,decompose,fuse-library,stitch");
       g_autofree char *d = compile_check (t, 1);
       run_on_gpu (t);
+    }
+}
+
+/* Random graphs (the fuzzer's generator), unfused, loop-fused and stitched. */
+static void
+test_random (void)
+{
+  if (!have_gpu && skip_without_nvrtc ())
+    return;
+  for (guint32 seed = 1; seed <= 6; seed++)
+    {
+      PlRandomGraphOptions o;
+      pl_random_graph_options_init (&o);
+      o.seed = seed;
+      o.n_nodes = 16;
+      g_autoptr (PlGraph) g = pl_random_graph (&o);
+      const char *pipelines[] = { NULL, "simplify,decompose,reshape-sink,fuse-library,fuse-loops",
+                                  "simplify,decompose,reshape-sink,fuse-library,stitch" };
+      for (size_t i = 0; i < G_N_ELEMENTS (pipelines); i++)
+        {
+          g_autoptr (PlGraph) f = pipelines[i] ? pl_test_passes (g, pipelines[i]) : pl_graph_copy (g);
+          if (have_nvrtc)
+            g_free (compile_check (f, 1));
+          run_on_gpu (f);
+        }
     }
 }
 
@@ -270,7 +297,7 @@ test_unavailable (void)
   bool ok = pl_backend_available (PL_BACKEND_CUDA, &why);
   if (ok)
     {
-      g_test_skip ("a GPU is present");
+      g_test_skip ("CUDA is available (a GPU, or the emulator)");
       return;
     }
   g_assert_nonnull (why);
@@ -312,6 +339,7 @@ main (int argc, char **argv)
       g_autofree char *path = g_strdup_printf ("/Passlab/KernelsCuda/sample/%s", samples[i]);
       g_test_add_data_func (path, samples[i], test_samples);
     }
+  g_test_add_func ("/Passlab/KernelsCuda/random", test_random);
   g_test_add_func ("/Passlab/KernelsCuda/mapping", test_mapping);
   g_test_add_func ("/Passlab/KernelsCuda/dtypes-and-reductions", test_dtypes_and_reductions);
   g_test_add_func ("/Passlab/KernelsCuda/library", test_library);

@@ -165,6 +165,36 @@ test_refusals (void)
   pl_test_ui_close_window (win);
 }
 
+/* On the CUDA emulator (ui-run-emulated in meson.build: PASSLAB_CUDA=emulator)
+ * the panel runs the stitched layer norm on cuda, shows the CUDA code, and
+ * says that the times are not a GPU's. */
+static void
+test_cuda_emulated (void)
+{
+  PL_TEST_UI_REQUIRE_DISPLAY ();
+  if (g_strcmp0 (g_getenv ("PASSLAB_CUDA"), "emulator") != 0)
+    {
+      g_test_skip ("runs with PASSLAB_CUDA=emulator (ui-run-emulated)");
+      return;
+    }
+  PlWindow *win = open_window ("layer_norm.graph", PL_WINDOW_DEFAULT_PIPELINE);
+  PlRunPanel *panel = run_panel (win);
+  pl_run_panel_set_backend (panel, PL_BACKEND_CUDA);
+  pl_run_panel_set_repeats (panel, 1);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (pl_run_panel_run_sync (panel, &error));
+  g_assert_no_error (error);
+  const PlRunReport *r = pl_run_panel_get_report (panel);
+  g_assert_cmpint (r->backend, ==, PL_BACKEND_CUDA);
+  g_assert_true (r->emulated);
+  g_assert_cmpint (pl_run_panel_get_n_rows (panel), ==, r->n_kernels);
+  g_autofree char *code = pl_run_panel_get_code (panel);
+  g_assert_nonnull (strstr (code, "__global__"));
+  g_autofree char *summary = pl_run_panel_get_summary (panel);
+  g_assert_nonnull (strstr (summary, "emulated on the CPU"));
+  pl_test_ui_close_window (win);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -173,5 +203,6 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/UI/Run/cpu", test_cpu);
   g_test_add_func ("/Passlab/UI/Run/reference", test_reference);
   g_test_add_func ("/Passlab/UI/Run/refusals", test_refusals);
+  g_test_add_func ("/Passlab/UI/Run/cuda-emulated", test_cuda_emulated);
   return pl_test_ui_finish (g_test_run ());
 }

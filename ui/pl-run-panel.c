@@ -395,9 +395,10 @@ show_report (PlRunPanel *self)
 
   g_autofree char *total = format_ms (r->total_ms);
   g_autofree char *peak = g_format_size_full ((guint64) MAX (r->peak_bytes, 0), G_FORMAT_SIZE_IEC_UNITS);
-  g_autofree char *status = g_strdup_printf ("Step %d on %s: %d kernel%s, %s per run (median of %d), peak %s",
-                                             self->result->step, pl_backend_name (r->backend), r->n_kernels,
-                                             r->n_kernels == 1 ? "" : "s", total, r->repeats, peak);
+  g_autofree char *status = g_strdup_printf ("Step %d on %s%s: %d kernel%s, %s per run (median of %d), peak %s",
+                                             self->result->step, pl_backend_name (r->backend),
+                                             r->emulated ? " (emulated on the CPU: results are checked, times are not a GPU's)" : "",
+                                             r->n_kernels, r->n_kernels == 1 ? "" : "s", total, r->repeats, peak);
   pl_panel_set_status (self->status_label, status, FALSE);
   g_free (self->summary);
   self->summary = g_strdup (status);
@@ -886,6 +887,13 @@ pl_run_panel_get_code (PlRunPanel *self)
   GtkTextIter s, e;
   gtk_text_buffer_get_bounds (b, &s, &e);
   return gtk_text_buffer_get_text (b, &s, &e, FALSE);
+}
+
+char *
+pl_run_panel_get_summary (PlRunPanel *self)
+{
+  g_return_val_if_fail (PL_IS_RUN_PANEL (self), NULL);
+  return g_strdup (gtk_label_get_text (self->status_label));
 }
 
 PlChart *

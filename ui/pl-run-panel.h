@@ -45,6 +45,8 @@ void               pl_run_panel_select_kernel  (PlRunPanel *self, int i);
 int                pl_run_panel_get_selected_kernel (PlRunPanel *self);
 /* The code view's text now (g_free it). */
 char              *pl_run_panel_get_code       (PlRunPanel *self);
+/* The status line now: the last run's summary, or why it failed (g_free it). */
+char              *pl_run_panel_get_summary    (PlRunPanel *self);
 PlChart           *pl_run_panel_get_time_chart (PlRunPanel *self);
 PlChart           *pl_run_panel_get_memory_chart (PlRunPanel *self);
 /* The timeline: row 0 compute launches (and waits), row 1 swap copies; span ids are kernel indices. */
