@@ -11,8 +11,9 @@ MESON_OPTS ?=
 
 # Build and test dependencies, by Debian package name (python3-onnx and
 # python3-torch: the tests that compare with ONNX's expected outputs and
-# run models exported from PyTorch; without them those tests skip).
-DEPS = meson ninja-build pkg-config gcc libc6-dev python3 \
+# run models exported from PyTorch; without them those tests skip). g++: the
+# CUDA emulator compiles the generated CUDA C as C++ (the emulated CUDA tests).
+DEPS = meson ninja-build pkg-config gcc g++ libc6-dev python3 \
        libglib2.0-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata \
        liblua5.4-dev libgtk-4-dev libgtksourceview-5-dev libgraphviz-dev graphviz libopenblas-dev \
        xvfb xauth dbus-daemon librsvg2-common adwaita-icon-theme appstream \

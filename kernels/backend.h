@@ -20,6 +20,7 @@ typedef void (*PlCpuIm2colFn) (const void *x, void *col, int64_t n, int64_t g);
 PlCpuModule *pl_cpu_module_compile (const char *source, const char *cache_dir, bool *cache_hit, GError **error);
 /* The same with the system C++ compiler ($PASSLAB_CXX, default c++): the CUDA emulator's modules. */
 PlCpuModule *pl_cpu_module_compile_cxx (const char *source, const char *cache_dir, bool *cache_hit, GError **error);
+bool         pl_cpu_cxx_available  (char **reason);
 void        *pl_cpu_module_symbol  (PlCpuModule *m, const char *name);
 const char  *pl_cpu_module_path    (const PlCpuModule *m);
 void         pl_cpu_module_free    (PlCpuModule *m);

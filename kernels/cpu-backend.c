@@ -202,6 +202,15 @@ pl_cpu_module_compile (const char *source, const char *cache_dir, bool *cache_hi
   return module_compile (&c_toolchain, source, cache_dir, cache_hit, error);
 }
 
+bool
+pl_cpu_cxx_available (char **reason)
+{
+  g_autofree char *path = g_find_program_in_path (compiler (&cxx_toolchain));
+  if (!path && reason)
+    *reason = g_strdup_printf ("no C++ compiler '%s' ($PASSLAB_CXX)", compiler (&cxx_toolchain));
+  return path != NULL;
+}
+
 PlCpuModule *
 pl_cpu_module_compile_cxx (const char *source, const char *cache_dir, bool *cache_hit, GError **error)
 {

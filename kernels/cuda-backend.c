@@ -168,7 +168,16 @@ open_driver (char **why)
 {
   PlCudaContext *c = g_new0 (PlCudaContext, 1);
   if (g_strcmp0 (g_getenv ("PASSLAB_CUDA"), "emulator") == 0)
-    pl_cuda_emulator_open (c);
+    {
+      g_autofree char *no_cxx = NULL;
+      if (!pl_cpu_cxx_available (&no_cxx))
+        {
+          *why = g_strdup_printf ("PASSLAB_CUDA=emulator: %s", no_cxx);
+          g_free (c);
+          return NULL;
+        }
+      pl_cuda_emulator_open (c);
+    }
   void *h = c->emulated ? NULL : dlopen ("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!c->emulated && !h)
     {

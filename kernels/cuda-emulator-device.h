@@ -166,9 +166,12 @@ exchange (int lo, int hi)
   return true;
 }
 
-/* Runs one block of n threads to its end. */
+/* Runs one block of n threads to its end. Odd blocks run their warps, and
+ * the threads of each warp, in reverse order: a kernel that reads another
+ * thread's write without a barrier between them then reads the wrong value
+ * in one of the two orders, instead of passing because of the order. */
 static bool
-run_block (int n)
+run_block (int n, bool reverse)
 {
   for (int t = 0; t < n; t++)
     {
@@ -180,14 +183,17 @@ run_block (int n)
     }
   for (;;)
     {
-      for (int lo = 0; lo < n; lo += 32)
+      for (int w = 0; w < (n + 31) / 32; w++)
         {
-          int hi = lo + 32 < n ? lo + 32 : n;
+          int lo = (reverse ? (n + 31) / 32 - 1 - w : w) * 32, hi = lo + 32 < n ? lo + 32 : n;
           for (;;)
             {
-              for (int t = lo; t < hi; t++)
-                if (fibers[t].state == RUNNING)
-                  resume (&fibers[t]);
+              for (int i = 0; i < hi - lo; i++)
+                {
+                  Fiber *f = &fibers[reverse ? hi - 1 - i : lo + i];
+                  if (f->state == RUNNING)
+                    resume (f);
+                }
               int shuffling = 0;
               for (int t = lo; t < hi; t++)
                 shuffling += fibers[t].state == AT_SHUFFLE;
@@ -253,7 +259,7 @@ launch (const unsigned *dims, unsigned shared_bytes, void **p, void (*k) (void *
       for (unsigned x = 0; x < gridDim.x; x++)
         {
           blockIdx = { x, y, z };
-          if (!run_block (n))
+          if (!run_block (n, (x + y + z) % 2 == 1))
             {
               snprintf (err, (size_t) err_len, "block (%u, %u, %u): %s", x, y, z, fault);
               return -1;

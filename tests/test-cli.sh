@@ -388,6 +388,11 @@ if ! ls /dev/nvidia0 >/dev/null 2>&1; then
   run exec "$LN" --backend cuda
   check "exec --backend cuda without a GPU fails cleanly" eval 'status_is 1 && err_has "not available"'
 fi
+# The CUDA emulator: the CUDA backend's real path on the CPU, compared with the reference
+PASSLAB_CUDA=emulator run bench "$LN" --backend cuda --variants none,stitch --repeat 1
+check "bench on the CUDA emulator: results agree, the times are flagged" eval 'status_is 0 && out_has "CUDA emulator here" && awk "/^(none|stitch) / { n++; if (\$NF + 0 > 1e-4) bad = 1 } END { exit !(n == 2 && !bad) }" "$TMP/out"'
+PASSLAB_CUDA=emulator PASSLAB_CXX=no-such-c++ run exec "$LN" --backend cuda
+check "the emulator without a C++ compiler fails cleanly" eval 'fails_cleanly && err_has "no C++ compiler"'
 
 # --- tune: the direct conv's tile, full vs pebble-pruned search -------------------------
 RB="$SRC/data/graphs/resnet_block.graph"

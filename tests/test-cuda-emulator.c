@@ -2,7 +2,8 @@
  * kernels/cuda-emulator.c) on hand-written kernels: what CUDA promises
  * holds (every thread of a 3-d grid of 3-d blocks runs once with its own
  * indices; __syncthreads orders shared-memory writes before reads; dynamic
- * shared memory; xor shuffles within a warp), and what would be undefined
+ * shared memory; xor shuffles within a warp), a missing barrier shows in
+ * wrong results (odd blocks run their threads in reverse), and what would be undefined
  * on a GPU is an error of the launch that says what happened (a barrier
  * some threads skipped, a shuffle part of a warp skipped). The generated
  * kernels of the samples, the layouts and random graphs run on it in
@@ -94,6 +95,30 @@ test_barrier_and_shared (void)
         g_assert_cmpint (out[(round * 3 + b) * 128 + t], ==, b * 128 + (127 - (t + 1) % 128) + round);
 }
 
+/* A missing barrier shows: each thread reads what the thread before it
+ * wrote to shared memory, with no __syncthreads between. Block 0 runs its
+ * threads in order and happens to read the right values; block 1 runs them
+ * in reverse, and reads before the writes. */
+static void
+test_missing_barrier (void)
+{
+  const char *src =
+    "extern \"C\" __global__ void racy (int *out)\n{\n"
+    "  __shared__ int s[64];\n  const int t = threadIdx.x;\n"
+    "  s[t] = blockIdx.x * 100 + t;\n"
+    "  out[blockIdx.x * 64 + t] = t > 0 ? s[t - 1] : blockIdx.x * 100 - 1;\n}\n";
+  g_autoptr (GError) error = NULL;
+  const unsigned grid[3] = { 2, 1, 1 }, block[3] = { 64, 1, 1 };
+  g_autofree int *out = launch (src, "racy", grid, block, 0, 2 * 64, &error);
+  g_assert_no_error (error);
+  int wrong[2] = { 0, 0 };
+  for (int b = 0; b < 2; b++)
+    for (int t = 0; t < 64; t++)
+      wrong[b] += out[b * 64 + t] != b * 100 + t - 1;
+  g_assert_cmpint (wrong[0], ==, 0);
+  g_assert_cmpint (wrong[1], >=, 32);
+}
+
 /* A butterfly of xor shuffles: every lane ends with its warp's sum, in
  * ints, floats and doubles. */
 static void
@@ -177,6 +202,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/Passlab/CudaEmulator/indices", test_indices);
   g_test_add_func ("/Passlab/CudaEmulator/barrier-and-shared", test_barrier_and_shared);
+  g_test_add_func ("/Passlab/CudaEmulator/missing-barrier", test_missing_barrier);
   g_test_add_func ("/Passlab/CudaEmulator/shuffle", test_shuffle);
   g_test_add_func ("/Passlab/CudaEmulator/divergence", test_divergence);
   g_test_add_func ("/Passlab/CudaEmulator/memory-and-lookup", test_memory_and_lookup);

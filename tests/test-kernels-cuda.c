@@ -201,6 +201,25 @@ test_mapping (void)
     }
 }
 
+/* One reduction over rows longer than a warp, more rows than blocks: each
+ * block loops over rows and reuses its shared partial sums, so the barrier
+ * at the end of a row matters (without it the emulator's reversed odd
+ * blocks read the next row's partials: errors of 15). */
+static void
+test_row_reuse (void)
+{
+  if (!have_gpu && skip_without_nvrtc ())
+    return;
+  g_autoptr (PlGraph) g = pl_test_parse (
+    "graph rows opset 17 {\n  input x: f32[512, 1024]\n  e = Exp(x)\n  s = ReduceSum(e) {axes=[1]}\n"
+    "  y = Div(e, s)\n  output y\n}\n");
+  g_autoptr (PlGraph) f = pl_test_passes (g, "simplify,decompose,reshape-sink,fuse-library,stitch");
+  g_assert_cmpuint (f->nodes->len, ==, 1);
+  if (have_nvrtc)
+    g_free (compile_check (f, 1));
+  run_on_gpu (f);
+}
+
 /* Every dtype and reduction kind the generator handles compiles. */
 static void
 test_dtypes_and_reductions (void)
@@ -341,6 +360,7 @@ main (int argc, char **argv)
     }
   g_test_add_func ("/Passlab/KernelsCuda/random", test_random);
   g_test_add_func ("/Passlab/KernelsCuda/mapping", test_mapping);
+  g_test_add_func ("/Passlab/KernelsCuda/row-reuse", test_row_reuse);
   g_test_add_func ("/Passlab/KernelsCuda/dtypes-and-reductions", test_dtypes_and_reductions);
   g_test_add_func ("/Passlab/KernelsCuda/library", test_library);
   g_test_add_func ("/Passlab/KernelsCuda/conv-transpose", test_conv_transpose);
