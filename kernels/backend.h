@@ -83,5 +83,8 @@ char        *pl_cuda_arch          (PlCudaContext *c);
 /* Whether the CUDA emulator (PASSLAB_CUDA=emulator) stands in for a GPU:
  * its results are checked, its times are the CPU's, not a GPU's. */
 bool         pl_cuda_emulated      (PlCudaContext *c);
+/* The device-to-device copy bandwidth (GB/s, read + write) of `bytes`, best
+ * of 5 after a warm-up: the ceiling a memory-bound kernel is held against. */
+bool         pl_cuda_copy_gbps     (PlCudaContext *c, size_t bytes, double *gbps, GError **error);
 
 G_END_DECLS

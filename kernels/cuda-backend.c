@@ -192,7 +192,7 @@ open_driver (char **why)
             SYM (h, c->get_function, "cuModuleGetFunction") && SYM (h, c->func_set_attr, "cuFuncSetAttribute") &&
             SYM (h, c->launch, "cuLaunchKernel") && SYM (h, c->mem_alloc, "cuMemAlloc_v2") &&
             SYM (h, c->mem_free, "cuMemFree_v2") && SYM (h, c->htod, "cuMemcpyHtoD_v2") &&
-            SYM (h, c->dtoh, "cuMemcpyDtoH_v2") && SYM (h, c->event_create, "cuEventCreate") &&
+            SYM (h, c->dtoh, "cuMemcpyDtoH_v2") && SYM (h, c->dtod, "cuMemcpyDtoD_v2") && SYM (h, c->event_create, "cuEventCreate") &&
             SYM (h, c->event_record, "cuEventRecord") && SYM (h, c->event_sync, "cuEventSynchronize") &&
             SYM (h, c->event_elapsed, "cuEventElapsedTime") && SYM (h, c->ctx_sync, "cuCtxSynchronize") &&
             SYM (h, c->error_string, "cuGetErrorString") && SYM (h, c->host_alloc, "cuMemHostAlloc") &&
@@ -338,6 +338,32 @@ bool
 pl_cuda_download (PlCudaContext *c, void *dst, guint64 src, size_t bytes, GError **error)
 {
   return bytes == 0 || cu_check (c, c->dtoh (dst, src, bytes), "cuMemcpyDtoH", error);
+}
+
+bool
+pl_cuda_copy_gbps (PlCudaContext *c, size_t bytes, double *gbps, GError **error)
+{
+  guint64 a = pl_cuda_alloc (c, bytes, error), b = a ? pl_cuda_alloc (c, bytes, error) : 0;
+  CUevent ev[2] = { NULL, NULL };
+  bool ok = b && cu_check (c, c->event_create (&ev[0], 0), "cuEventCreate", error) &&
+            cu_check (c, c->event_create (&ev[1], 0), "cuEventCreate", error);
+  float best = G_MAXFLOAT;
+  for (int i = 0; ok && i < 6; i++)   /* the first copy warms up */
+    {
+      float ms = 0;
+      ok = cu_check (c, c->event_record (ev[0], NULL), "cuEventRecord", error) &&
+           cu_check (c, c->dtod (b, a, bytes), "cuMemcpyDtoD", error) &&
+           cu_check (c, c->event_record (ev[1], NULL), "cuEventRecord", error) &&
+           cu_check (c, c->event_sync (ev[1]), "cuEventSynchronize", error) &&
+           cu_check (c, c->event_elapsed (&ms, ev[0], ev[1]), "cuEventElapsedTime", error);
+      if (ok && i > 0)
+        best = MIN (best, ms);
+    }
+  pl_cuda_free (c, a);
+  pl_cuda_free (c, b);
+  if (ok)
+    *gbps = 2.0 * (double) bytes / (MAX (best, 1e-3f) * 1e6);
+  return ok;
 }
 
 bool

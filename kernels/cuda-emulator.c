@@ -139,6 +139,13 @@ emu_dtoh (void *dst, CUdeviceptr src, size_t n)
   return 0;
 }
 
+static CUresult
+emu_dtod (CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+  memcpy ((void *) (uintptr_t) dst, (const void *) (uintptr_t) src, n);
+  return 0;
+}
+
 static CUresult emu_htod_async (CUdeviceptr dst, const void *src, size_t n, CUstream s) { return emu_htod (dst, src, n); }
 static CUresult emu_dtoh_async (void *dst, CUdeviceptr src, size_t n, CUstream s) { return emu_dtoh (dst, src, n); }
 
@@ -259,6 +266,7 @@ pl_cuda_emulator_open (PlCudaContext *c)
   c->mem_free = emu_mem_free;
   c->htod = emu_htod;
   c->dtoh = emu_dtoh;
+  c->dtod = emu_dtod;
   c->event_create = emu_event_create;
   c->event_record = emu_event_record;
   c->event_sync = emu_event_sync;

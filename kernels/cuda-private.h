@@ -55,6 +55,7 @@ struct _PlCudaContext {
   CUresult (*mem_free) (CUdeviceptr);
   CUresult (*htod) (CUdeviceptr, const void *, size_t);
   CUresult (*dtoh) (void *, CUdeviceptr, size_t);
+  CUresult (*dtod) (CUdeviceptr, CUdeviceptr, size_t);
   CUresult (*event_create) (CUevent *, unsigned);
   CUresult (*event_record) (CUevent, CUstream);
   CUresult (*event_sync) (CUevent);

@@ -1,14 +1,14 @@
-/* bench-memory-bound.c — memory-bound kernels on the cpu backend: layer
- * norm and softmax on [8192 x 4096] and [65536 x 256] f32, group norm on
- * [32, 64, 56, 56] (32 groups) and a bias + GELU chain on [8192 x 4096],
+/* bench-memory-bound.c — memory-bound kernels on the cpu or cuda backend:
+ * layer norm and softmax on [8192 x 4096] and [65536 x 256] f32, group norm
+ * on [32, 64, 56, 56] (32 groups) and a bias + GELU chain on [8192 x 4096],
  * each written in the primitive ops an exporter emits, run unfused, loop-
  * fused and stitched (when the stitch pass is built in). Reports the median
  * time, the effective bandwidth (the graph's inputs, parameters and outputs
  * moved once — the convention of DESIGN.md §1.3) and that bandwidth as a
- * share of this machine's memcpy bandwidth, measured here on as many
- * threads as the kernels use.
+ * share of the machine's copy bandwidth: memcpy on as many threads as the
+ * kernels use (cpu), a device-to-device copy (cuda).
  *
- *   bench-memory-bound [--repeat N] [--threads N] [--quick] [--only NAME] [--json OUT.json]
+ *   bench-memory-bound [--backend cpu|cuda] [--repeat N] [--threads N] [--quick] [--only NAME] [--json OUT.json]
  *
  * --quick shrinks every shape 16x (a smoke test). The variants of a
  * workload run round-robin (one timed run each per round, after a warm-up
@@ -16,6 +16,7 @@
  * round. The fused variants' outputs are compared with the unfused ones
  * (max |a - b| / max |b|). */
 #define G_LOG_DOMAIN "passlab"
+#include "backend.h"
 #include "builtin-passes.h"
 #include "interp.h"
 #include "pass-manager.h"
@@ -221,8 +222,9 @@ main (int argc, char **argv)
 {
   int repeat = 10, threads = 0;
   gboolean quick = FALSE;
-  g_autofree char *only = NULL, *json_path = NULL;
+  g_autofree char *only = NULL, *json_path = NULL, *backend_name = NULL;
   const GOptionEntry entries[] = {
+    { "backend", 'b', 0, G_OPTION_ARG_STRING, &backend_name, "cpu (default) or cuda", "B" },
     { "repeat", 'n', 0, G_OPTION_ARG_INT, &repeat, "Timed runs per variant (default 10)", "N" },
     { "threads", 't', 0, G_OPTION_ARG_INT, &threads, "OpenMP threads (default: all cores)", "N" },
     { "quick", 'q', 0, G_OPTION_ARG_NONE, &quick, "Shapes 16x smaller (a smoke test)", NULL },
@@ -230,7 +232,7 @@ main (int argc, char **argv)
     { "json", 0, 0, G_OPTION_ARG_FILENAME, &json_path, "Write the results as JSON", "OUT.json" },
     { NULL },
   };
-  g_autoptr (GOptionContext) ctx = g_option_context_new ("- memory-bound kernels on the cpu backend");
+  g_autoptr (GOptionContext) ctx = g_option_context_new ("- memory-bound kernels on the cpu or cuda backend");
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_autoptr (GError) error = NULL;
   if (!g_option_context_parse (ctx, &argc, &argv, &error))
@@ -239,6 +241,18 @@ main (int argc, char **argv)
       return 1;
     }
   pl_passes_init ();
+  PlBackend backend = PL_BACKEND_CPU;
+  if (backend_name && !pl_backend_from_name (backend_name, &backend))
+    {
+      g_printerr ("--backend: '%s' is neither cpu nor cuda\n", backend_name);
+      return 1;
+    }
+  g_autofree char *why = NULL;
+  if (!pl_backend_available (backend, &why))
+    {
+      g_printerr ("the %s backend is not available: %s\n", pl_backend_name (backend), why);
+      return 1;
+    }
   int64_t q = quick ? 16 : 1;
   Workload w[] = {
     { "layer_norm 8192x4096", layer_norm (8192 / q, 4096) },
@@ -252,14 +266,33 @@ main (int argc, char **argv)
   g_autofree char *cache = g_build_filename (build ? build : g_get_tmp_dir (), "kernel-cache-bench", NULL);
 
   int n_threads = CLAMP (threads > 0 ? threads : (int) g_get_num_processors (), 1, 64);
-  double bw1 = memcpy_gbps (1), bw = memcpy_gbps (n_threads);
-  printf ("memcpy bandwidth (read + write, 512 MiB, best of 5): %.2f GB/s on %d threads (%.2f GB/s on 1); "
-          "median of %d runs\n\n", bw, n_threads, bw1, repeat);
+  double bw1 = 0, bw = 0;
+  bool emulated = false;
+  if (backend == PL_BACKEND_CUDA)
+    {
+      PlCudaContext *cuda = pl_cuda_get (&error);
+      emulated = cuda && pl_cuda_emulated (cuda);
+      if (!cuda || !pl_cuda_copy_gbps (cuda, (size_t) 512 << 20, &bw, &error))
+        g_error ("%s", error->message);
+      bw1 = bw;
+      printf ("%s, %d SMs%s; device-to-device copy bandwidth (read + write, 512 MiB, best of 5): %.2f GB/s; "
+              "median of %d runs\n\n", pl_cuda_device_name (cuda), pl_cuda_sm_count (cuda),
+              pl_cuda_emulated (cuda) ? " (the CUDA emulator: the errors are real, every time is the CPU's)" : "",
+              bw, repeat);
+    }
+  else
+    {
+      bw1 = memcpy_gbps (1);
+      bw = memcpy_gbps (n_threads);
+      printf ("memcpy bandwidth (read + write, 512 MiB, best of 5): %.2f GB/s on %d threads (%.2f GB/s on 1); "
+              "median of %d runs\n\n", bw, n_threads, bw1, repeat);
+    }
   printf ("%-30s %-7s %8s %9s %11s %11s %9s %8s %9s %10s\n", "workload", "variant", "kernels", "launches",
-          "median ms", "min ms", "GB/s", "% memcpy", "speed-up", "max error");
-  GString *json = g_string_new ("{\"memcpy_gbps\": ");
-  g_string_append_printf (json, "%.3f, \"memcpy_1thread_gbps\": %.3f, \"threads\": %d, \"results\": [", bw, bw1,
-                          n_threads);
+          "median ms", "min ms", "GB/s", "% copy", "speed-up", "max error");
+  GString *json = g_string_new (NULL);
+  g_string_append_printf (json, "{\"backend\": \"%s\", \"emulated\": %s, \"copy_gbps\": %.3f, "
+                          "\"copy_1thread_gbps\": %.3f, \"threads\": %d, \"results\": [", pl_backend_name (backend),
+                          emulated ? "true" : "false", bw, bw1, n_threads);
   bool first_json = true;
 
   for (size_t k = 0; k < G_N_ELEMENTS (w); k++)
@@ -289,9 +322,9 @@ main (int argc, char **argv)
           vs[nv] = (Variant) { .name = variants[v].name, .ms = g_new0 (double, repeat) };
           vs[nv].graph = apply (g, variants[v].passes);
           PlCompileOptions o;
-          pl_compile_options_init (&o, PL_BACKEND_CPU);
+          pl_compile_options_init (&o, backend);
           o.cache_dir = cache;
-          o.threads = threads;
+          o.threads = backend == PL_BACKEND_CPU ? threads : 0;
           vs[nv].exe = pl_executable_new (vs[nv].graph, &o, &error);
           if (!vs[nv].exe)
             g_error ("%s", error->message);
