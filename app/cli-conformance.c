@@ -1,5 +1,9 @@
 /* cli-conformance.c — `passlab-cli conformance`: runs ONNX backend test
- * folders with the reference interpreter and reports PASS / FAIL / SKIP.
+ * folders with the reference interpreter, or (--backend cpu|cuda, after
+ * --passes) compiled to a backend's kernels, and reports PASS / FAIL / SKIP.
+ * On a backend, a test whose every node ran the reference implementation
+ * (an op without a generated kernel) is not a test of the backend: it is
+ * counted apart ("all fallback").
  *
  * Each test runs in a forked child with a time limit (core/isolate.h), so
  * a crash or a hang in one op becomes a FAIL line ("crashed: signal 11",
@@ -16,8 +20,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli-exec.h"
 #include "conformance.h"
 #include "isolate.h"
+#include "pass-manager.h"
 
 #define MAX_MESSAGE 4000
 #define DEFAULT_TIMEOUT_S 20
@@ -35,7 +41,45 @@ typedef struct {
   int    message_len;
   double worst;
   double seconds;
+  int    kernels, fallbacks;
 } ResultHeader;
+
+/* How the children run a test: the interpreter (backend reference), or the
+ * graph after passes, compiled for backend. */
+typedef struct {
+  PlBackend   backend;
+  const char *passes;
+  char       *cache_dir;
+} Runner;
+
+static Runner runner = { PL_BACKEND_REFERENCE, NULL, NULL };
+
+static PlTensor **
+run_on_backend (const PlGraph *g, PlTensor **inputs, gpointer data, PlConformanceResult *result, GError **error)
+{
+  const Runner *r = data;
+  g_autoptr (PlGraph) opt = pl_cli_apply_passes (g, r->passes, NULL, error);
+  if (!opt)
+    return NULL;
+  PlCompileOptions o;
+  pl_compile_options_init (&o, r->backend);
+  o.cache_dir = r->cache_dir;
+  o.threads = 1;   /* --jobs tests run at once */
+  PlExecutable *e = pl_executable_new (opt, &o, error);
+  if (!e)
+    return NULL;
+  g_autoptr (PlRunReport) report = NULL;
+  PlTensor **out = pl_executable_run (e, inputs, 1, &report, error);
+  if (report)
+    {
+      result->kernels = report->n_kernels;
+      result->fallbacks = 0;
+      for (int i = 0; i < report->n_kernels; i++)
+        result->fallbacks += report->kernels[i].fallback;
+    }
+  pl_executable_free (e);
+  return out;
+}
 
 static void
 test_free (gpointer data)
@@ -115,9 +159,12 @@ run_child (int fd, gpointer data)
 {
   const Test *t = data;
   PlConformanceResult r = { 0 };
-  pl_conformance_run_dir (t->dir, &r);
+  if (runner.backend == PL_BACKEND_REFERENCE && !runner.passes)
+    pl_conformance_run_dir (t->dir, &r);
+  else
+    pl_conformance_run_dir_with (t->dir, run_on_backend, &runner, &r);
   size_t len = r.message != NULL ? MIN (strlen (r.message), MAX_MESSAGE) : 0;
-  ResultHeader h = { (int) r.status, (int) len, r.worst, r.seconds };
+  ResultHeader h = { (int) r.status, (int) len, r.worst, r.seconds, r.kernels, r.fallbacks };
   return pl_isolated_write (fd, &h, sizeof h) && pl_isolated_write (fd, r.message, len);
 }
 
@@ -159,6 +206,8 @@ finish_test (Test *t, unsigned timeout_s)
       set_result (t, (PlConformanceStatus) h.status, message);
       t->result.worst = h.worst;
       t->result.seconds = h.seconds;
+      t->result.kernels = h.kernels;
+      t->result.fallbacks = h.fallbacks;
     }
 }
 
@@ -177,7 +226,12 @@ print_result (const Test *t, bool quiet)
     return;
   if (t->result.message == NULL || t->result.message[0] == '\0')
     {
-      printf ("%s %s\n", word, t->name);
+      if (t->result.kernels > 0 && t->result.fallbacks == t->result.kernels)
+        printf ("%s %s (all fallback)\n", word, t->name);
+      else if (t->result.fallbacks > 0)
+        printf ("%s %s (%d of %d kernels fallback)\n", word, t->name, t->result.fallbacks, t->result.kernels);
+      else
+        printf ("%s %s\n", word, t->name);
       return;
     }
   g_autofree char *msg = g_strdup (t->result.message);
@@ -283,7 +337,13 @@ pl_cli_conformance (int argc, char **argv)
   gboolean quiet = FALSE;
   int timeout_s = DEFAULT_TIMEOUT_S;
   int jobs = (int) g_get_num_processors ();
+  g_autofree char *backend_name = NULL, *passes = NULL, *cache_dir = NULL;
   const GOptionEntry entries[] = {
+    { "backend", 'b', 0, G_OPTION_ARG_STRING, &backend_name,
+      "reference (default), cpu or cuda: compile each test's graph for this backend", "B" },
+    { "passes", 'p', 0, G_OPTION_ARG_STRING, &passes, "Apply this pass pipeline to each graph first", "A,B,C" },
+    { "cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &cache_dir,
+      "cpu: where compiled kernels are cached (default $XDG_CACHE_HOME/passlab/kernels)", "DIR" },
     { "expect", 'e', 0, G_OPTION_ARG_FILENAME, &expect_path,
       "Fail (exit 1) unless every test listed in LIST (one a line, # comments) passes", "LIST" },
     { "write-expect", 'w', 0, G_OPTION_ARG_FILENAME, &write_path,
@@ -297,7 +357,8 @@ pl_cli_conformance (int argc, char **argv)
     { NULL }
   };
   g_autoptr (GOptionContext) ctx = pl_cli_context ("DIR...",
-    "Runs ONNX backend tests with the reference interpreter. Each DIR is a\n"
+    "Runs ONNX backend tests with the reference interpreter, or with\n"
+    "--backend compiled to that backend's kernels (after --passes). Each DIR is a\n"
     "test folder (model.onnx, test_data_set_N/) or a folder of them, e.g.\n"
     "/usr/share/libonnx-testdata/data/node. Prints PASS, FAIL or SKIP per test\n"
     "and a summary; each test runs in its own process, so a crash or a hang\n"
@@ -311,6 +372,20 @@ pl_cli_conformance (int argc, char **argv)
     return pl_cli_fail ("--timeout must be >= 1");
   if (jobs < 1)
     return pl_cli_fail ("--jobs must be >= 1");
+  if (backend_name && !pl_backend_from_name (backend_name, &runner.backend))
+    return pl_cli_fail ("--backend: '%s' is none of reference, cpu, cuda", backend_name);
+  g_autofree char *why = NULL;
+  if (!pl_backend_available (runner.backend, &why))
+    return pl_cli_fail ("the %s backend is not available: %s", pl_backend_name (runner.backend), why);
+  runner.passes = passes && *passes ? passes : NULL;
+  if (runner.passes)
+    {
+      g_autoptr (GError) bad = NULL;
+      g_autoptr (PlPipeline) pipeline = pl_pipeline_parse (runner.passes, &bad);
+      if (!pipeline)
+        return pl_cli_fail ("--passes: %s", bad->message);
+    }
+  runner.cache_dir = cache_dir;
 
   g_autoptr (GError) error = NULL;
   g_autoptr (GPtrArray) expected = NULL;
@@ -331,14 +406,20 @@ pl_cli_conformance (int argc, char **argv)
     return pl_cli_fail_error (error);
   double seconds = (g_get_monotonic_time () - start) / 1e6;
 
-  guint counts[3] = { 0 };
+  guint counts[3] = { 0 }, all_fallback = 0;
   for (guint i = 0; i < tests->len; i++)
     {
       const Test *t = g_ptr_array_index (tests, i);
       counts[t->result.status == PL_CONFORMANCE_PASS ? 0
              : t->result.status == PL_CONFORMANCE_SKIP ? 2 : 1]++;
+      all_fallback += t->result.status == PL_CONFORMANCE_PASS && t->result.kernels > 0 &&
+                      t->result.fallbacks == t->result.kernels;
     }
-  printf ("ran %u tests in %.1f s\n", tests->len, seconds);
+  printf ("ran %u tests in %.1f s on %s%s%s\n", tests->len, seconds, pl_backend_name (runner.backend),
+          runner.passes ? " after " : "", runner.passes ? runner.passes : "");
+  if (runner.backend != PL_BACKEND_REFERENCE)
+    printf ("%u of the passed tests ran generated or library kernels; %u ran only the reference implementation "
+            "(ops the backend does not generate)\n", counts[0] - all_fallback, all_fallback);
   printf ("%u passed, %u failed, %u skipped\n", counts[0], counts[1], counts[2]);
   fflush (stdout);
 

@@ -199,7 +199,8 @@ bf16_from_bits (PlTensor *t, PlDType declared)
 /* Runs one test_data_set_N folder. Returns false with result filled on a
  * skip or failure. */
 static bool
-run_data_set (const PlGraph *g, const char *folder, PlConformanceResult *result)
+run_data_set (const PlGraph *g, const char *folder, PlConformanceRunner run, gpointer data,
+              PlConformanceResult *result)
 {
   g_autoptr (GError) error = NULL;
   g_autofree char *base = g_path_get_basename (folder);
@@ -228,7 +229,7 @@ run_data_set (const PlGraph *g, const char *folder, PlConformanceResult *result)
   for (int k = 0; k < n_out; k++)
     bf16_from_bits (want[k], ((PlValue *) g->outputs->pdata[k])->dtype);
 
-  PlTensor **got = pl_interp_run (g, inputs, NULL, &error);
+  PlTensor **got = run ? run (g, inputs, data, result, &error) : pl_interp_run (g, inputs, NULL, &error);
   bool ok = got != NULL;
   if (!ok)
     {
@@ -266,7 +267,7 @@ compare_paths (gconstpointer a, gconstpointer b)
 }
 
 static void
-run_dir (const char *dir, PlConformanceResult *result)
+run_dir (const char *dir, PlConformanceRunner run, gpointer run_data, PlConformanceResult *result)
 {
   g_autoptr (GError) error = NULL;
   g_autofree char *model_path = g_build_filename (dir, "model.onnx", NULL);
@@ -331,19 +332,25 @@ run_dir (const char *dir, PlConformanceResult *result)
 
   result->status = PL_CONFORMANCE_PASS;
   for (guint i = 0; i < sets->len; i++)
-    if (!run_data_set (g, sets->pdata[i], result))
+    if (!run_data_set (g, sets->pdata[i], run, run_data, result))
       return;
 }
 
 void
-pl_conformance_run_dir (const char *dir, PlConformanceResult *result)
+pl_conformance_run_dir_with (const char *dir, PlConformanceRunner run, gpointer data, PlConformanceResult *result)
 {
   g_return_if_fail (dir != NULL && result != NULL);
 
   memset (result, 0, sizeof *result);
   gint64 start = g_get_monotonic_time ();
-  run_dir (dir, result);
+  run_dir (dir, run, data, result);
   result->seconds = (double) (g_get_monotonic_time () - start) / G_USEC_PER_SEC;
+}
+
+void
+pl_conformance_run_dir (const char *dir, PlConformanceResult *result)
+{
+  pl_conformance_run_dir_with (dir, NULL, NULL, result);
 }
 
 void

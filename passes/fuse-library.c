@@ -639,11 +639,17 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
           g_ptr_array_add (kinds, (gpointer) s->kind);
           g_ptr_array_add (lines, describe (l.groups->pdata[i], s));
         }
-      g_autoptr (GPtrArray) made = pl_fusion_create_many (g, l.groups, (const char *const *) kinds->pdata, error);
+      g_autoptr (GPtrArray) left_out = g_ptr_array_new_with_free_func (g_free);
+      g_autoptr (GPtrArray) made = pl_fusion_create_many (g, l.groups, (const char *const *) kinds->pdata, left_out,
+                                                          error);
       ok = made != NULL;
+      for (guint i = 0; ok && i < left_out->len; i++)
+        pl_pass_report_printf (report, "%s", (char *) left_out->pdata[i]);
       for (guint i = 0; ok && i < made->len; i++)
         {
           Spec *s = l.specs->pdata[i];
+          if (!made->pdata[i])
+            continue;
           apply_spec (made->pdata[i], s);
           if (i < MAX_REPORT_LINES)
             pl_pass_report_printf (report, "%s (%s)", ((PlNode *) made->pdata[i])->name, (char *) lines->pdata[i]);
@@ -655,12 +661,13 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
           if (made->len > MAX_REPORT_LINES)
             pl_pass_report_printf (report, "… and %u more fusions", made->len - MAX_REPORT_LINES);
           pl_graph_stats (g, 1, &after);
+          guint n_made = made->len - left_out->len;
           pl_pass_report_printf (report, "%u library fusions; kernels %" G_GINT64_FORMAT " -> %" G_GINT64_FORMAT,
-                                 made->len, before.kernels, after.kernels);
-          pl_pass_report_count (report, "fusions", made->len);
+                                 n_made, before.kernels, after.kernels);
+          pl_pass_report_count (report, "fusions", n_made);
           pl_pass_report_count (report, "kernels before", before.kernels);
           pl_pass_report_count (report, "kernels after", after.kernels);
-          report->changed = true;
+          report->changed = n_made > 0;
         }
     }
   g_ptr_array_unref (l.groups);

@@ -365,22 +365,32 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
       if (i < MAX_REPORT_LINES)
         g_ptr_array_add (lines, describe_group (m, kinds->pdata[i]));
     }
-  g_autoptr (GPtrArray) made = pl_fusion_create_many (g, groups, (const char *const *) kinds->pdata, error);
+  g_autoptr (GPtrArray) left_out = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) made = pl_fusion_create_many (g, groups, (const char *const *) kinds->pdata, left_out, error);
   if (!made)
     return false;
+  guint n_made = 0;
+  for (guint i = 0; i < made->len; i++)
+    if (made->pdata[i])
+      n_made++;
+    else
+      ops -= ((GPtrArray *) groups->pdata[i])->len;
   for (guint i = 0; i < lines->len; i++)
-    pl_pass_report_printf (report, "%s (%s)", ((PlNode *) made->pdata[i])->name, (char *) lines->pdata[i]);
+    if (made->pdata[i])
+      pl_pass_report_printf (report, "%s (%s)", ((PlNode *) made->pdata[i])->name, (char *) lines->pdata[i]);
   if (made->len > MAX_REPORT_LINES)
     pl_pass_report_printf (report, "… and %u more fusions", made->len - MAX_REPORT_LINES);
+  for (guint i = 0; i < left_out->len; i++)
+    pl_pass_report_printf (report, "%s", (char *) left_out->pdata[i]);
   pl_graph_stats (g, 1, &after);
   pl_pass_report_printf (report, "%u fusions of %" G_GINT64_FORMAT " ops (%.1f ops per fusion); "
                          "kernels %" G_GINT64_FORMAT " -> %" G_GINT64_FORMAT,
-                         made->len, ops, (double) ops / made->len, before.kernels, after.kernels);
-  pl_pass_report_count (report, "fusions", made->len);
+                         n_made, ops, n_made ? (double) ops / n_made : 0.0, before.kernels, after.kernels);
+  pl_pass_report_count (report, "fusions", n_made);
   pl_pass_report_count (report, "ops fused", ops);
   pl_pass_report_count (report, "kernels before", before.kernels);
   pl_pass_report_count (report, "kernels after", after.kernels);
-  report->changed = true;
+  report->changed = n_made > 0;
   return true;
 }
 

@@ -161,7 +161,7 @@ drop_orphans (PlGraph *g, PlFusionGroup *groups, int n_groups, GHashTable *graph
   g_autoptr (GHashTable) seen = g_hash_table_new (NULL, NULL);
   g_autoptr (GPtrArray) values = g_ptr_array_new ();
   for (int i = 0; i < n_groups; i++)
-    for (guint k = 0; k < groups[i].copied->len; k++)
+    for (guint k = 0; groups[i].copied && k < groups[i].copied->len; k++)
       {
         PlValue *v = groups[i].copied->pdata[k];
         if (!g_hash_table_add (seen, v) || v->n_uses > 0 || g_hash_table_contains (graph_outputs, v))
@@ -179,7 +179,8 @@ drop_orphans (PlGraph *g, PlFusionGroup *groups, int n_groups, GHashTable *graph
 }
 
 GPtrArray *
-pl_fusion_create_many (PlGraph *g, GPtrArray *groups, const char *const *kinds, GError **error)
+pl_fusion_create_many (PlGraph *g, GPtrArray *groups, const char *const *kinds, GPtrArray *left_out,
+                       GError **error)
 {
   g_return_val_if_fail (g != NULL && groups != NULL && kinds != NULL, NULL);
   int n = (int) groups->len;
@@ -202,9 +203,23 @@ pl_fusion_create_many (PlGraph *g, GPtrArray *groups, const char *const *kinds, 
           g_set_error (error, PL_ERROR, PL_ERROR_INVALID, "group %d to fuse is empty", i);
           goto out;
         }
+      GError *local = NULL;
       if (!pl_fusion_group_prepare (&gr[i], g, (PlNode *const *) nodes->pdata, (int) nodes->len, graph_outputs,
-                                    error))
-        goto out;
+                                    &local))
+        {
+          if (!left_out || !g_error_matches (local, PL_ERROR, PL_ERROR_SHAPE))
+            {
+              g_propagate_error (error, local);
+              goto out;
+            }
+          g_ptr_array_add (left_out, g_strdup_printf ("left unfused, from '%s' (%u ops): %s",
+                                                      ((PlNode *) nodes->pdata[0])->name, nodes->len,
+                                                      local->message));
+          g_error_free (local);
+          pl_fusion_group_clear (&gr[i]);
+          memset (&gr[i], 0, sizeof gr[i]);   /* no body: the commit skips it */
+          continue;
+        }
       for (guint k = 0; k < nodes->len; k++)
         if (g_hash_table_contains (fusion_of, nodes->pdata[k]))
           {
@@ -219,6 +234,8 @@ pl_fusion_create_many (PlGraph *g, GPtrArray *groups, const char *const *kinds, 
   int counter = 0;
   for (int i = 0; i < n; i++)
     {
+      if (!gr[i].body)
+        continue;   /* left out */
       if (!group_commit (&gr[i], g, &counter, replaced, error))
         goto out;
       for (guint k = 0; k < gr[i].nodes->len; k++)
@@ -269,7 +286,7 @@ pl_fusion_create (PlGraph *g, PlNode *const *nodes, int n, const char *kind, GEr
     g_ptr_array_add (group, nodes[i]);
   g_autoptr (GPtrArray) groups = g_ptr_array_new ();
   g_ptr_array_add (groups, group);
-  g_autoptr (GPtrArray) made = pl_fusion_create_many (g, groups, &kind, error);
+  g_autoptr (GPtrArray) made = pl_fusion_create_many (g, groups, &kind, NULL, error);
   return made ? made->pdata[0] : NULL;
 }
 

@@ -116,9 +116,12 @@ bool       pl_fusion_would_cycle (const PlGraph *g, PlNode *const *nodes, int n)
  * together (plan them with a PlFusionPlan). Returns the fusion nodes in group
  * order (g_ptr_array_unref it). On error nothing is changed when the error
  * is found while the bodies are built, which is where every error of valid
- * input is found. */
+ * input is found. With left_out, a group whose body would not keep its
+ * values' types (a shape that only values outside the group determine, as
+ * in a graph with unknown dims) is no error: it stays unfused, its slot in
+ * the result is NULL, and left_out gets a line saying why (g_free'd). */
 GPtrArray *pl_fusion_create_many (PlGraph *g, GPtrArray *groups, const char *const *kinds,
-                                  GError **error);
+                                  GPtrArray *left_out, GError **error);
 
 /* --- planning ---------------------------------------------------------------- */
 

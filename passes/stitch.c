@@ -544,23 +544,30 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
       kinds[i] = STITCH_KIND;
       ops += ((GPtrArray *) regions->pdata[i])->len;
     }
-  g_autoptr (GPtrArray) made = pl_fusion_create_many (g, regions, kinds, error);
+  g_autoptr (GPtrArray) left_out = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) made = pl_fusion_create_many (g, regions, kinds, left_out, error);
   if (!made)
     return false;
+  guint n_made = 0;
   for (guint i = 0; i < made->len; i++)
-    plan_fusion (&dev, made->pdata[i], report, i < MAX_REPORTED);
-  if (made->len > MAX_REPORTED)
-    pl_pass_report_printf (report, "… and %u more stitch kernels", made->len - MAX_REPORTED);
+    if (made->pdata[i])
+      plan_fusion (&dev, made->pdata[i], report, n_made++ < MAX_REPORTED);
+    else
+      ops -= ((GPtrArray *) regions->pdata[i])->len;
+  if (n_made > MAX_REPORTED)
+    pl_pass_report_printf (report, "… and %u more stitch kernels", n_made - MAX_REPORTED);
+  for (guint i = 0; i < left_out->len; i++)
+    pl_pass_report_printf (report, "%s", (char *) left_out->pdata[i]);
   if (absorbed)
     pl_pass_report_printf (report, "%d earlier fusions inlined and stitched again", absorbed);
   pl_graph_stats (g, 1, &after);
   pl_pass_report_printf (report, "%u stitch kernels of %" G_GINT64_FORMAT " ops (%.1f ops per kernel); "
-                         "kernels %" G_GINT64_FORMAT " → %" G_GINT64_FORMAT, made->len, ops,
-                         (double) ops / made->len, before.kernels, after.kernels);
+                         "kernels %" G_GINT64_FORMAT " → %" G_GINT64_FORMAT, n_made, ops,
+                         n_made ? (double) ops / n_made : 0.0, before.kernels, after.kernels);
   pl_pass_report_count (report, "fusions absorbed", absorbed);
   pl_pass_report_count (report, "kernels before", before.kernels);
   pl_pass_report_count (report, "kernels after", after.kernels);
-  report->changed = true;
+  report->changed = n_made > 0 || absorbed > 0;
   return true;
 }
 

@@ -204,6 +204,12 @@ if [ -d "$NODE/test_abs" ] && [ -d "$NODE/test_add" ] && [ -d "$NODE/test_relu" 
   check "--write-expect lists the passing tests" eval 'status_is 0 && [ "$(grep -v "^#" "$TMP/written" | tr "\n" " ")" = "test_abs test_add test_relu " ]'
   run conformance --timeout 0 "$TMP/suite"
   check "--timeout 0 is refused" fails_cleanly
+  run conformance --backend cpu --passes fuse-loops --cache-dir "$TMP/kc" "$TMP/suite"
+  check "conformance on the cpu backend, after passes" eval 'status_is 0 && out_has "on cpu after fuse-loops" && out_has "3 of the passed tests ran generated or library kernels" && out_has "3 passed, 1 failed, 0 skipped"'
+  run conformance --backend tpu "$TMP/suite"
+  check "conformance --backend: an unknown backend fails cleanly" eval 'fails_cleanly && err_has "tpu"'
+  run conformance --backend cpu --passes no-such-pass --cache-dir "$TMP/kc" "$NODE/test_abs"
+  check "conformance --passes: a bad pipeline is refused before any test runs" eval 'fails_cleanly && err_has "no-such-pass"'
 else
   skip "conformance" "libonnx-testdata not installed"
 fi

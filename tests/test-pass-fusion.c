@@ -6,6 +6,7 @@
 #include "builtin-passes.h"
 #include "cost.h"
 #include "fusion.h"
+#include "onnx-io.h"
 #include "pass-manager.h"
 #include "text-format.h"
 #include "test-util.h"
@@ -499,7 +500,7 @@ test_plan_random (void)
             }
         }
       g_autoptr (GError) error = NULL;
-      g_autoptr (GPtrArray) made = pl_fusion_create_many (g, live, (const char *const *) kinds->pdata, &error);
+      g_autoptr (GPtrArray) made = pl_fusion_create_many (g, live, (const char *const *) kinds->pdata, NULL, &error);
       g_assert_no_error (error);
       g_assert_cmpuint (made->len, ==, live->len);
       assert_verifies (g);
@@ -537,6 +538,45 @@ test_loops_diamond (void)
   g_assert_cmpint (pl_pass_report_get (s->counters, "kernels before"), ==, 5);
   g_assert_cmpint (pl_pass_report_get (s->counters, "kernels after"), ==, 3);
   g_assert_nonnull (strstr (s->report, "kernels 5 -> 3"));
+}
+
+/* A chain whose last value has a declared static shape while its inputs'
+ * shapes are unknown (ONNX's expanded HannWindow: Range of a computed
+ * length, then Cast to the output, declared f32[10]). Fused, the body could
+ * not know that shape: fuse-loops leaves the chain unfused and says so,
+ * instead of failing the pipeline (stitch, which fails the same way on such
+ * a region, fuses only the scalar head here). */
+static void
+test_left_unfused (void)
+{
+  const char *path = "/usr/share/libonnx-testdata/data/node/test_hannwindow_expanded/model.onnx";
+  if (!g_file_test (path, G_FILE_TEST_EXISTS))
+    {
+      g_test_skip ("libonnx-testdata is not installed");
+      return;
+    }
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlGraph) g = pl_graph_load (path, &error);
+  g_assert_no_error (error);
+  const char *specs[] = { "fuse-loops", "stitch" };
+  for (size_t i = 0; i < G_N_ELEMENTS (specs); i++)
+    {
+      g_autoptr (PlPipeline) p = pl_pipeline_parse (specs[i], &error);
+      g_assert_no_error (error);
+      PlRunOptions o;
+      pl_run_options_init (&o);
+      g_autoptr (PlHistory) h = pl_pipeline_run (g, p, &o, &error);
+      g_assert_no_error (error);
+      g_assert_null (h->error);
+      if (i == 1)
+        continue;   /* stitch groups the scalar head apart, and fuses that */
+      PlStep *s = pl_history_step (h, 1);
+      g_assert_nonnull (strstr (s->report, "left unfused, from '"));
+      g_assert_nonnull (strstr (s->report, "would lose its type"));
+      g_assert_cmpint (count_op (s->graph, PL_OP_Fusion), ==, 0);
+      g_assert_cmpuint (s->graph->nodes->len, ==, g->nodes->len);
+      g_assert_false (s->changed);
+    }
 }
 
 static const char layer_norm_text[] =
@@ -1190,5 +1230,6 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/PassFusion/library-conv-backward", test_library_conv_backward);
   g_test_add_func ("/Passlab/PassFusion/library-conv-backward-mismatch", test_library_conv_backward_mismatch);
   g_test_add_func ("/Passlab/PassFusion/many-blocks", test_many_blocks);
+  g_test_add_func ("/Passlab/PassFusion/left-unfused", test_left_unfused);
   return g_test_run ();
 }
