@@ -40,7 +40,7 @@
 #define MAX_MESSAGE 4000
 
 static const char *const kind_names[] = {
-  "ok", "bad graph", "pass error", "verifier", "check", "crash", "timeout",
+  "ok", "bad graph", "pass error", "verifier", "check", "crash", "timeout", "backend",
 };
 
 const char *
@@ -224,6 +224,20 @@ trial_here (const PlGraph *g, const PlPipeline *p, const PlFuzzOptions *o, guint
         }
       if (out.kind != PL_FUZZ_OK)
         {
+          out.n_rounding = n_rounding;
+          return out;
+        }
+    }
+  if (o->backend)
+    {
+      /* the backend stage: entry index p->entries->len */
+      if (progress_fd >= 0)
+        pl_isolated_write (progress_fd, &(Record) { RECORD_START, 0, (int) p->entries->len, 0, 0 }, sizeof (Record));
+      PlStep *last = h->steps->pdata[h->steps->len - 1];
+      char *differs = o->backend (g, last->graph, seed, o->tolerance, o->backend_data);
+      if (differs)
+        {
+          Outcome out = outcome (PL_FUZZ_BACKEND, (int) p->entries->len, differs);
           out.n_rounding = n_rounding;
           return out;
         }
@@ -559,7 +573,8 @@ write_failure (const PlGraph *g, const PlFuzzFailure *f, const PlPipeline *p, co
   g_strdelimit (flat, "\r\n", ' ');
   g_autofree char *all = g_strdup_printf ("# passlab-cli fuzz: seed %u, %s failure%s%s\n"
                                           "# pipeline: %s\n# %s\n%s",
-                                          f->seed, pl_fuzz_kind_name (f->kind), f->pass ? " in pass " : "",
+                                          f->seed, pl_fuzz_kind_name (f->kind),
+                                          !f->pass ? "" : g_str_has_prefix (f->pass, "backend ") ? " in " : " in pass ",
                                           f->pass ? f->pass : "", spec, flat, text);
   return g_file_set_contents (path, all, -1, error);
 }
@@ -585,7 +600,10 @@ fuzz_one (const PlFuzzOptions *o, const PlPipeline *p, guint32 seed, PlFuzzResul
   PlFuzzFailure *f = g_new0 (PlFuzzFailure, 1);
   f->seed = seed;
   f->kind = out.kind;
-  f->pass = out.pass_index >= 0 ? g_strdup (pl_pass_args_pass (p->entries->pdata[out.pass_index])->name) : NULL;
+  if (out.pass_index >= (int) p->entries->len)
+    f->pass = g_strdup_printf ("backend %s", o->backend_name ? o->backend_name : "");
+  else if (out.pass_index >= 0)
+    f->pass = g_strdup (pl_pass_args_pass (p->entries->pdata[out.pass_index])->name);
   f->message = g_strdup (out.message);
   f->n_nodes = f->shrunk_nodes = (int) g->nodes->len;
   r->n_failed++;

@@ -11,7 +11,11 @@
  * removed) for as long as the same pass still fails the same way, and the
  * result is written as text. A check failure that disappears when both
  * versions run in f64 is f32 rounding (a rewrite that stores intermediates
- * the reference computes in double), not a failure.
+ * the reference computes in double), not a failure. With a backend stage
+ * (the CLI's --backend), the pipeline's last graph is then compiled for a
+ * backend and run on the seed's inputs, against the reference interpreter
+ * on the generated graph; a difference is a failure of that stage, shrunk
+ * the same way.
  */
 #pragma once
 
@@ -28,15 +32,17 @@ typedef enum {
   PL_FUZZ_CHECK,       /* the numerical check failed after a pass, also in f64 (or could not run) */
   PL_FUZZ_CRASH,       /* the run died: a signal, or an exit without a result */
   PL_FUZZ_TIMEOUT,     /* the run took longer than timeout_s */
+  PL_FUZZ_BACKEND,     /* the backend stage: its outputs differ from the reference's, or it failed */
 } PlFuzzKind;
 
-/* "ok", "bad graph", "pass error", "verifier", "check", "crash", "timeout" */
+/* "ok", "bad graph", "pass error", "verifier", "check", "crash", "timeout", "backend" */
 const char *pl_fuzz_kind_name (PlFuzzKind kind);
 
 typedef struct {
   guint32     seed;
   PlFuzzKind  kind;
-  char       *pass;          /* the pass that failed; NULL if it failed before any pass ran */
+  char       *pass;          /* the pass that failed ("backend <name>": the backend stage); NULL if it failed
+                              * before any pass ran */
   char       *message;       /* what went wrong, on the generated graph */
   int         n_nodes;       /* nodes of the generated graph */
   int         shrunk_nodes;  /* nodes of the smallest failing graph found (n_nodes if not shrunk) */
@@ -44,6 +50,12 @@ typedef struct {
 } PlFuzzFailure;
 
 typedef void (*PlFuzzFailureFunc) (const PlFuzzFailure *failure, gpointer user_data);
+/* The backend stage: runs `final` (the pipeline's result) on the seed's
+ * random inputs and compares with the reference interpreter's outputs of
+ * `generated` within tolerance. NULL when they agree, else what differs
+ * (g_free'd). */
+typedef char *(*PlFuzzBackendFunc) (const PlGraph *generated, const PlGraph *final, guint32 seed, double tolerance,
+                                    gpointer data);
 
 typedef struct {
   guint32              seed;          /* the first graph's seed; default 1 */
@@ -58,6 +70,9 @@ typedef struct {
   int                  max_trials;    /* pipeline runs one shrink may spend; default 500 */
   PlFuzzFailureFunc    on_failure;    /* called for each failure as it is found; may be NULL */
   gpointer             user_data;
+  PlFuzzBackendFunc    backend;       /* the backend stage after the pipeline; NULL: none */
+  const char          *backend_name;  /* "cpu", "cuda": names the stage in failures */
+  gpointer             backend_data;
 } PlFuzzOptions;
 
 typedef struct {

@@ -300,6 +300,10 @@ run lua --memory-limit 99999999999999 "$TMP/quick.lua"
 check "lua --memory-limit past 2^40 MB is refused" eval 'fails_cleanly && err_has "--memory-limit"'
 run fuzz --graphs 20 --seed 7 --out "$TMP" --quiet
 check "fuzz 20 graphs through every pass" eval 'status_is 0 && out_has "20 passed, 0 failed"'
+run fuzz --graphs 4 --seed 11 --passes simplify,fuse-loops --backend cpu --cache-dir "$TMP/kc" --out "$TMP"
+check "fuzz with a backend stage: the fused graphs on the cpu agree with the reference" eval 'status_is 0 && out_has "then on the backend cpu" && out_has "4 passed, 0 failed"'
+run fuzz --graphs 1 --backend tpu
+check "fuzz --backend: an unknown backend fails cleanly" eval 'fails_cleanly && err_has "tpu"'
 
 # --- backends -------------------------------------------------------------------------
 LN="$SRC/data/graphs/layer_norm.graph"

@@ -1,8 +1,9 @@
 /* test-fuzz.c — the random graph generator and the pass fuzzer: generated
  * graphs verify, run, print and parse back; the idioms the passes look for
  * occur; deliberately broken passes (wrong results, a broken graph, an
- * error, a crash) are caught, named and shrunk to a graph of a node or
- * two; and the built-in passes survive 200 random graphs. */
+ * error, a crash) and a backend stage that disagrees are caught, named and
+ * shrunk to a graph of a node or two; and the built-in passes survive 200
+ * random graphs. */
 #include "fuzz.h"
 #include "rewrite.h"
 #include "test-util.h"
@@ -397,6 +398,55 @@ test_catches_crash (void)
   expect_caught ("crash-on-gemm", "crash-on-gemm", PL_FUZZ_CRASH, 1, true);
 }
 
+/* A backend stage that "miscompiles" every Mul: the failures are the
+ * stage's ("backend fake"), in the child and in process, and shrink to the
+ * Mul and what feeds it. */
+static char *
+fake_backend (const PlGraph *generated, const PlGraph *final, guint32 seed, double tolerance, gpointer data)
+{
+  int *calls = data;
+  (*calls)++;
+  for (guint i = 0; i < final->nodes->len; i++)
+    if (((PlNode *) final->nodes->pdata[i])->op == PL_OP_Mul)
+      return g_strdup_printf ("Mul '%s' miscompiled", ((PlNode *) final->nodes->pdata[i])->name);
+  return NULL;
+}
+
+static void
+test_catches_backend (void)
+{
+  for (int isolate = 0; isolate < 2; isolate++)
+    {
+      int calls = 0;
+      PlFuzzOptions o;
+      pl_fuzz_options_init (&o);
+      o.n_graphs = 8;
+      o.passes = "simplify";
+      o.isolate = isolate;
+      o.backend = fake_backend;
+      o.backend_name = "fake";
+      o.backend_data = &calls;
+      PlFuzzResult r;
+      g_autoptr (GError) error = NULL;
+      g_assert_true (pl_fuzz_run (&o, &r, &error));
+      g_assert_no_error (error);
+      g_assert_cmpint (r.n_failed, >=, 1);
+      if (!isolate)
+        g_assert_cmpint (calls, >=, 8);   /* every graph reached the stage (more: shrinking) */
+      for (guint i = 0; i < r.failures->len; i++)
+        {
+          const PlFuzzFailure *f = r.failures->pdata[i];
+          g_assert_cmpint (f->kind, ==, PL_FUZZ_BACKEND);
+          g_assert_cmpstr (f->pass, ==, "backend fake");
+          g_assert_nonnull (strstr (f->message, "miscompiled"));
+          g_assert_cmpint (f->shrunk_nodes, <=, 3);
+          g_assert_cmpint (f->shrunk_nodes, >=, 1);
+        }
+      g_assert_cmpstr (pl_fuzz_kind_name (PL_FUZZ_BACKEND), ==, "backend");
+      pl_fuzz_result_clear (&r);
+    }
+}
+
 /* A pass that never returns is stopped after timeout_s and named. */
 static void
 test_catches_hang (void)
@@ -477,6 +527,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/Fuzz/catches-pass-error", test_catches_pass_error);
   g_test_add_func ("/Passlab/Fuzz/catches-crash", test_catches_crash);
   g_test_add_func ("/Passlab/Fuzz/catches-hang", test_catches_hang);
+  g_test_add_func ("/Passlab/Fuzz/catches-backend", test_catches_backend);
   g_test_add_func ("/Passlab/Fuzz/unknown-pass", test_unknown_pass);
   g_test_add_func ("/Passlab/Fuzz/builtin-passes", test_builtin_passes);
   return g_test_run ();
