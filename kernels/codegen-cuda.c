@@ -12,9 +12,9 @@
  *    global scratch area (one slot per resident row). Every thread reads back
  *    only what it wrote itself, so the scratch needs no barrier.
  *  The stitch pass's `block_size` and `rows_per_block` attributes, when the
- *  fusion node has them, take precedence; `blocks_per_row` > 1 (one row split
- *  across blocks, which needs a grid-wide barrier) is not generated: such a
- *  row runs on one block.
+ *  fusion node has them, take precedence; with `blocks_per_row` > 1 a row is
+ *  split across blocks, whose partial reductions meet in global memory
+ *  after a grid-wide barrier (a cooperative launch of one wave: emit_rows).
  *  - CONV: a direct convolution kernel (one output element per thread, in
  *    the memory order of Y's layout, X read in its layout), or with impl
  *    DIRECT the tiled kernel of conv-direct.c; a ConvTranspose is a cuBLAS
@@ -60,7 +60,14 @@ pl_codegen_cuda_prelude (void)
     "#define PL_NAN __longlong_as_double (0x7fffffffffffffffLL)\n\n"
     "template <typename T> PLK_FN T pl_shfl (T v, int o) { return (T) __shfl_xor_sync (0xffffffffu, (long long) v, o); }\n"
     "PLK_FN float pl_shfl (float v, int o) { return __shfl_xor_sync (0xffffffffu, v, o); }\n"
-    "PLK_FN double pl_shfl (double v, int o) { return __shfl_xor_sync (0xffffffffu, v, o); }\n\n");
+    "PLK_FN double pl_shfl (double v, int o) { return __shfl_xor_sync (0xffffffffu, v, o); }\n\n"
+    /* split rows: a barrier over the whole grid (resident at once: a cooperative launch) on two counters
+     * the runtime zeroes, arrivals and generation; the last block to arrive starts the next generation */
+    "#ifdef PL_CUDA_EMULATOR\n#define pl_grid_sync(bar) pl_emu::grid_sync ()\n#else\n"
+    "PLK_FN void pl_grid_sync (unsigned int *bar)\n{\n  __syncthreads ();\n  if (threadIdx.x == 0)\n  {\n"
+    "    volatile unsigned int *gen = bar + 1;\n    const unsigned int g = *gen;\n    __threadfence ();\n"
+    "    if (atomicAdd (bar, 1u) == gridDim.x - 1) { atomicExch (bar, 0u); __threadfence (); atomicAdd (bar + 1, 1u); }\n"
+    "    else while (*gen == g) { }\n    __threadfence ();\n  }\n  __syncthreads ();\n}\n#endif\n\n");
   g_string_append (s, pl_codegen_common_prelude ());
   g_string_append_c (s, '\n');
   return g_string_free (s, FALSE);
@@ -79,6 +86,10 @@ typedef struct {
   int                 indent;
   int                 tpr, rpb, block;   /* threads per row, rows per block, threads per block */
   bool                shared_scratch;
+  /* split rows: each row over bpr blocks (1: a row in one block), `chunk`
+   * elements each; `groups` rows at once; partial results in global memory */
+  int                 bpr;
+  int64_t             chunk, groups;
 } Emit;
 
 static void G_GNUC_PRINTF (2, 3)
@@ -291,6 +302,50 @@ emit_combine (Emit *e, int r, const char *o, const char *obest, const char *ohav
     }
 }
 
+/* A split row: the block's result for reduction r goes to the global
+ * partials (three words a block: value, index, have; two sets by the
+ * iteration's parity, so a block one barrier ahead never overwrites what a
+ * slower one still reads), the grid synchronizes, and every thread combines
+ * the other blocks' partials of its row in the same order. */
+static void
+emit_grid_combine (Emit *e, int r)
+{
+  const PlLoopPlan *lp = e->lp;
+  const PlReduction *x = red (lp, r);
+  const char *t = pl_plan_ctype (is_arg (x->kind) ? at (lp, x->arg)->dtype : x->dtype);
+  int n_red = (int) lp->reductions->len;
+  line (e, "{");
+  e->indent++;
+  line (e, "unsigned long long *gp = pl_part + ((it & 1) * %" G_GINT64_FORMAT " + rg * %d) * %d * 3;",
+        e->groups * e->bpr, e->bpr, n_red);
+  if (is_arg (x->kind))
+    line (e, "if (threadIdx.x == 0) { *(%s *) &gp[(part * %d + %d) * 3] = best%d; *(int64_t *) &gp[(part * %d + %d) * 3 + 1] "
+          "= acc%d; *(int *) &gp[(part * %d + %d) * 3 + 2] = have%d; }", t, n_red, r, r, n_red, r, r, n_red, r, r);
+  else
+    line (e, "if (threadIdx.x == 0) *(%s *) &gp[(part * %d + %d) * 3] = acc%d;", t, n_red, r, r);
+  line (e, "pl_grid_sync (pl_bar);");
+  line (e, "for (int p = 0; p < %d; p++)", e->bpr);
+  line (e, "{");
+  e->indent++;
+  line (e, "if (p == part) continue;");
+  if (is_arg (x->kind))
+    {
+      line (e, "const %s ob = *(const %s *) &gp[(p * %d + %d) * 3]; const int64_t oi = *(const int64_t *) "
+            "&gp[(p * %d + %d) * 3 + 1]; const int oh = *(const int *) &gp[(p * %d + %d) * 3 + 2];",
+            t, t, n_red, r, n_red, r, n_red, r);
+      emit_combine (e, r, "oi", "ob", "oh");
+    }
+  else
+    {
+      line (e, "const %s ov = *(const %s *) &gp[(p * %d + %d) * 3];", t, t, n_red, r);
+      emit_combine (e, r, "ov", NULL, NULL);
+    }
+  e->indent--;
+  line (e, "}");
+  e->indent--;
+  line (e, "}");
+}
+
 /* Reduces the pass's accumulators over the row's threads; every thread of
  * the row gets the result. */
 static void
@@ -365,6 +420,8 @@ emit_row_reduce (Emit *e, int pass, int *slot)
           e->indent--;
           line (e, "}");
         }
+      if (e->bpr > 1)
+        emit_grid_combine (e, r);
       line (e, "const %s red%d = acc%d;", pl_plan_ctype (x->dtype), r, r);
       for (guint i = 0; i < lp->instrs->len; i++)
         if (at (lp, (int) i)->op == PL_SOP_REDUCED && at (lp, (int) i)->reduction == r && at (lp, (int) i)->used)
@@ -391,25 +448,29 @@ emit_pass (Emit *e, int pass, int *slot)
   for (guint r = 0; r < lp->reductions->len; r++)
     if (red (lp, (int) r)->pass == pass)
       emit_init (e, (int) r);
-  line (e, "for (int64_t j = lane; j < %" G_GINT64_FORMAT "; j += %d)", lp->row_len, e->tpr);
+  if (e->bpr > 1)
+    line (e, "for (int64_t j = lo + lane; j < hi; j += %d)", e->tpr);
+  else
+    line (e, "for (int64_t j = lane; j < %" G_GINT64_FORMAT "; j += %d)", lp->row_len, e->tpr);
   line (e, "{");
   e->indent++;
   pl_codegen_coords (e->o, e->indent, e->lp, "j", lp->n_kept, lp->rank);
   if (pass_needs_ridx (lp, pass))
-    line (e, "const int64_t ridx = j;");
+    line (e, "const int64_t ridx = j;%s", e->bpr > 1 ? " const int64_t sidx = j - lo;" : "");
   for (guint i = 0; i < lp->instrs->len; i++)
     {
       const PlInstr *x = at (lp, (int) i);
       if (!(x->passes & (1u << pass)) || x->level != PL_LEVEL_ELEM)
         continue;
       bool first = (x->passes & ((1u << pass) - 1)) == 0;
+      const char *six = e->bpr > 1 ? "sidx" : "ridx";   /* a split row's scratch holds its block's chunk */
       if (x->scratch >= 0 && !first)
-        line (e, "const %s v%u = sc%d[ridx];", pl_plan_ctype (x->dtype), i, x->scratch);
+        line (e, "const %s v%u = sc%d[%s];", pl_plan_ctype (x->dtype), i, x->scratch, six);
       else
         {
           pl_codegen_value (e->o, e->indent, e->lp, (int) i);
           if (x->scratch >= 0)
-            line (e, "sc%d[ridx] = v%u;", x->scratch, i);
+            line (e, "sc%d[%s] = v%u;", x->scratch, six, i);
         }
     }
   for (guint r = 0; r < lp->reductions->len; r++)
@@ -419,24 +480,43 @@ emit_pass (Emit *e, int pass, int *slot)
     {
       const PlStore *st = &g_array_index (lp->stores, PlStore, s);
       if (st->level == PL_LEVEL_ELEM && st->pass == pass)
-        emit_store (e, st, e->rpb > 1 ? "if (active) " : "");
+        emit_store (e, st, e->rpb > 1 || e->bpr > 1 ? "if (active) " : "");
     }
   e->indent--;
   line (e, "}");
   emit_row_reduce (e, pass, slot);
 }
 
+/* Rows on blocks. A row split over bpr blocks (the stitch pass's
+ * blocks_per_row, at most one a multiprocessor here) runs on a grid of
+ * `groups` rows x bpr blocks, one wave, launched cooperatively: each block
+ * takes a chunk of its row, and a reduction combines the blocks' partials
+ * after a grid barrier (emit_grid_combine). All blocks take part in every
+ * iteration and barrier, an inactive one (past the last row) on row 0's
+ * data without storing. The scratch (global): the barrier's two counters
+ * (16 bytes), the partials (2 x blocks x reductions x 3 words), then the
+ * materialized values when they do not fit shared memory. */
 static void
 emit_rows (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
 {
   const PlLoopPlan *lp = e->lp;
   choose_mapping (e);
-  int64_t row_bytes = (int64_t) lp->n_scratch * lp->row_len * 8;
+  int n_red_slots = (int) lp->reductions->len;
+  e->bpr = 1;
+  e->chunk = lp->row_len;
+  if (lp->blocks_per_row > 1 && n_red_slots > 0)
+    {
+      e->bpr = (int) MAX (2, MIN (lp->blocks_per_row, (int64_t) MAX (n_sms, 2)));
+      e->rpb = 1;
+      e->tpr = e->block;
+      e->chunk = (lp->row_len + e->bpr - 1) / e->bpr;
+      e->groups = MAX (1, MIN (lp->n_rows, (int64_t) MAX (n_sms, 2) / e->bpr));
+    }
+  const bool split = e->bpr > 1;
+  int64_t row_bytes = (int64_t) lp->n_scratch * e->chunk * 8;
   e->shared_scratch = row_bytes * e->rpb <= SHARED_LIMIT;
-  int64_t grid = grid_for (lp->n_rows, e->rpb, n_sms, 16);
-  int n_red_slots = 0;
-  for (guint r = 0; r < lp->reductions->len; r++)
-    n_red_slots++;
+  int64_t grid = split ? e->groups * e->bpr : grid_for (lp->n_rows, e->rpb, n_sms, 16);
+  int64_t part_bytes = split ? 16 + 2 * grid * n_red_slots * 3 * 8 : 0;
 
   emit_signature (e, name);
   line (e, "{");
@@ -447,17 +527,34 @@ emit_rows (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
   if (lp->n_scratch && e->shared_scratch)
     line (e, "extern __shared__ unsigned long long pl_smem[];");
   pl_codegen_level (e->o, e->indent, e->lp, PL_LEVEL_CONST, 0);
-  line (e, "for (int64_t row0 = (int64_t) blockIdx.x * %d; row0 < %" G_GINT64_FORMAT "; row0 += (int64_t) gridDim.x * %d)",
-        e->rpb, lp->n_rows, e->rpb);
-  line (e, "{");
-  e->indent++;
-  if (e->rpb > 1)
+  if (split)
     {
-      line (e, "const bool active = row0 + sub < %" G_GINT64_FORMAT ";", lp->n_rows);
-      line (e, "const int64_t row = active ? row0 + sub : row0;");
+      line (e, "const int part = blockIdx.x %% %d; const int64_t rg = blockIdx.x / %d;", e->bpr, e->bpr);
+      line (e, "const int64_t lo = part * (int64_t) %" G_GINT64_FORMAT ", hi = lo + %" G_GINT64_FORMAT " < %"
+            G_GINT64_FORMAT " ? lo + %" G_GINT64_FORMAT " : %" G_GINT64_FORMAT ";",
+            e->chunk, e->chunk, lp->row_len, e->chunk, lp->row_len);
+      line (e, "unsigned int *pl_bar = (unsigned int *) scratch;");
+      line (e, "unsigned long long *pl_part = (unsigned long long *) (scratch + 16);");
+      line (e, "for (int64_t it = 0; it < %" G_GINT64_FORMAT "; it++)", (lp->n_rows + e->groups - 1) / e->groups);
+      line (e, "{");
+      e->indent++;
+      line (e, "const bool active = it * %" G_GINT64_FORMAT " + rg < %" G_GINT64_FORMAT ";", e->groups, lp->n_rows);
+      line (e, "const int64_t row = active ? it * %" G_GINT64_FORMAT " + rg : 0;", e->groups);
     }
   else
-    line (e, "const int64_t row = row0;");
+    {
+      line (e, "for (int64_t row0 = (int64_t) blockIdx.x * %d; row0 < %" G_GINT64_FORMAT "; row0 += (int64_t) gridDim.x * %d)",
+            e->rpb, lp->n_rows, e->rpb);
+      line (e, "{");
+      e->indent++;
+      if (e->rpb > 1)
+        {
+          line (e, "const bool active = row0 + sub < %" G_GINT64_FORMAT ";", lp->n_rows);
+          line (e, "const int64_t row = active ? row0 + sub : row0;");
+        }
+      else
+        line (e, "const int64_t row = row0;");
+    }
   pl_codegen_coords (e->o, e->indent, e->lp, "row", 0, lp->n_kept);
   for (guint i = 0; i < lp->instrs->len; i++)
     {
@@ -467,10 +564,13 @@ emit_rows (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
       const char *t = pl_plan_ctype (x->dtype);
       if (e->shared_scratch)
         line (e, "%s *sc%d = (%s *) (pl_smem + ((int64_t) sub * %d + %d) * %" G_GINT64_FORMAT ");", t, x->scratch, t,
-              lp->n_scratch, x->scratch, lp->row_len);
+              lp->n_scratch, x->scratch, e->chunk);
       else
-        line (e, "%s *sc%d = (%s *) (scratch + (((int64_t) blockIdx.x * %d + sub) * %d + %d) * %" G_GINT64_FORMAT
-              " * 8);", t, x->scratch, t, e->rpb, lp->n_scratch, x->scratch, lp->row_len);
+        {
+          g_autofree char *skip = part_bytes ? g_strdup_printf ("%" G_GINT64_FORMAT " + ", part_bytes) : g_strdup ("");
+          line (e, "%s *sc%d = (%s *) (scratch + %s(((int64_t) blockIdx.x * %d + sub) * %d + %d) * %" G_GINT64_FORMAT
+                " * 8);", t, x->scratch, t, skip, e->rpb, lp->n_scratch, x->scratch, e->chunk);
+        }
     }
   int slot = 0;
   for (int pass = 0; pass <= lp->n_passes; pass++)
@@ -483,7 +583,8 @@ emit_rows (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
     {
       const PlStore *st = &g_array_index (lp->stores, PlStore, s);
       if (st->level == PL_LEVEL_ROW)
-        emit_store (e, st, e->rpb > 1 ? "if (active && lane == 0) " : "if (lane == 0) ");
+        emit_store (e, st, split ? "if (active && part == 0 && lane == 0) "
+                           : e->rpb > 1 ? "if (active && lane == 0) " : "if (lane == 0) ");
     }
   if (slot > 0)
     line (e, "__syncthreads ();   /* pl_red is reused by the next row */");
@@ -495,7 +596,9 @@ emit_rows (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
   l->block = e->block;
   l->grid = grid;
   l->shared_bytes = lp->n_scratch && e->shared_scratch ? (int) (row_bytes * e->rpb) : 0;
-  l->scratch_bytes = lp->n_scratch && !e->shared_scratch ? grid * e->rpb * row_bytes : 0;
+  l->scratch_bytes = part_bytes + (lp->n_scratch && !e->shared_scratch ? grid * e->rpb * row_bytes : 0);
+  l->cooperative = split;
+  l->n_params = (int) (e->p->inputs->len + e->p->outputs->len) + 1;
 }
 
 /* --- transposes -------------------------------------------------------------------------- */

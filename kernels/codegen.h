@@ -68,6 +68,9 @@ typedef struct {
   int64_t  grid_yz[2];
   int      shared_bytes;   /* dynamic shared memory */
   int64_t  scratch_bytes;  /* global scratch the kernel wants as its last argument (0: none) */
+  bool     cooperative;    /* the kernel synchronizes the grid (split rows): a cooperative launch,
+                            * the scratch's first 16 bytes zeroed (the barrier's counters) */
+  int      n_params;       /* cooperative: the kernel's arguments (the scratch is the last) */
 } PlCudaLaunch;
 
 char       *pl_codegen_cuda_prelude   (void);

@@ -190,7 +190,8 @@ open_driver (char **why)
             SYM (h, c->device_name, "cuDeviceGetName") && SYM (h, c->primary_retain, "cuDevicePrimaryCtxRetain") &&
             SYM (h, c->set_current, "cuCtxSetCurrent") && SYM (h, c->module_load, "cuModuleLoadData") &&
             SYM (h, c->get_function, "cuModuleGetFunction") && SYM (h, c->func_set_attr, "cuFuncSetAttribute") &&
-            SYM (h, c->launch, "cuLaunchKernel") && SYM (h, c->mem_alloc, "cuMemAlloc_v2") &&
+            SYM (h, c->launch, "cuLaunchKernel") && SYM (h, c->launch_cooperative, "cuLaunchCooperativeKernel") &&
+            SYM (h, c->memset_d8, "cuMemsetD8_v2") && SYM (h, c->mem_alloc, "cuMemAlloc_v2") &&
             SYM (h, c->mem_free, "cuMemFree_v2") && SYM (h, c->htod, "cuMemcpyHtoD_v2") &&
             SYM (h, c->dtoh, "cuMemcpyDtoH_v2") && SYM (h, c->dtod, "cuMemcpyDtoD_v2") && SYM (h, c->event_create, "cuEventCreate") &&
             SYM (h, c->event_record, "cuEventRecord") && SYM (h, c->event_sync, "cuEventSynchronize") &&
@@ -375,11 +376,23 @@ pl_cuda_launch (PlCudaContext *c, gpointer fn, const PlCudaLaunch *l, void **par
       !cu_check (c, c->func_set_attr (fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, l->shared_bytes),
                  "cuFuncSetAttribute", error))
     return false;
-  g_autofree char *what = g_strdup_printf ("cuLaunchKernel (%s)", l->entry);
-  unsigned gy = (unsigned) MAX (l->grid_yz[0], 1), gz = (unsigned) MAX (l->grid_yz[1], 1);
+  unsigned gx = (unsigned) MIN (l->grid, G_MAXINT32), gy = (unsigned) MAX (l->grid_yz[0], 1),
+           gz = (unsigned) MAX (l->grid_yz[1], 1);
   unsigned by = (unsigned) MAX (l->block_yz[0], 1), bz = (unsigned) MAX (l->block_yz[1], 1);
-  return cu_check (c, c->launch (fn, (unsigned) MIN (l->grid, G_MAXINT32), gy, gz, (unsigned) l->block, by, bz,
-                                 (unsigned) l->shared_bytes, NULL, params, NULL), what, error);
+  if (l->cooperative)
+    {
+      /* the grid barrier's counters (the first 16 bytes of the scratch, the
+       * last kernel argument) start at zero; a cooperative launch fails
+       * rather than deadlocks when the grid cannot be resident at once */
+      g_autofree char *what = g_strdup_printf ("cuLaunchCooperativeKernel (%s)", l->entry);
+      guint64 scratch = *(guint64 *) params[l->n_params - 1];
+      return cu_check (c, c->memset_d8 (scratch, 0, 16), "cuMemsetD8", error) &&
+             cu_check (c, c->launch_cooperative (fn, gx, gy, gz, (unsigned) l->block, by, bz,
+                                                 (unsigned) l->shared_bytes, NULL, params), what, error);
+    }
+  g_autofree char *what = g_strdup_printf ("cuLaunchKernel (%s)", l->entry);
+  return cu_check (c, c->launch (fn, gx, gy, gz, (unsigned) l->block, by, bz, (unsigned) l->shared_bytes, NULL, params,
+                                 NULL), what, error);
 }
 
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands. */

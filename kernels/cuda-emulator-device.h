@@ -18,6 +18,11 @@
  *    threads skipped by returning) is reported as an error of the launch:
  *    on a GPU it would be undefined behaviour.
  * Blocks run one after another, so a __shared__ variable is a static one.
+ * A cooperative launch (cuLaunchCooperativeKernel: the kernel synchronizes
+ * the whole grid, pl_grid_sync) keeps every block's threads alive: blocks
+ * run in turn up to the grid barrier, then all go on; each block has its
+ * own dynamic shared memory, while a static __shared__ variable must not
+ * hold a value across a grid barrier (the generated kernels' do not).
  * The generated code's own prelude skips its fixed-width typedefs when
  * PL_CUDA_EMULATOR is defined (the C library's are used).
  */
@@ -52,7 +57,7 @@ static inline double rsqrt (double x) { return 1.0 / sqrt (x); }
 
 namespace pl_emu {
 
-enum State { RUNNING, AT_SYNC, AT_SHUFFLE, DONE };
+enum State { RUNNING, AT_SYNC, AT_SHUFFLE, AT_GRID, DONE };
 
 union Value { float f; double d; long long i; int n; };
 
@@ -62,7 +67,7 @@ struct Fiber {
   char      *stack;
   State      state;
   bool       started;
-  dim3       tid;
+  dim3       tid, bid;
   Value      value;     /* a shuffle's operand, then its result */
   int        offset;    /* the shuffle's lane mask */
 };
@@ -75,8 +80,9 @@ static jmp_buf scheduler;
 static ucontext_t start_template;
 static void (*body) (void **);
 static void **params;
-static char *dynamic_shared;
-static size_t dynamic_shared_bytes;
+static char *dynamic_shared;        /* the running block's: a kernel reads it when its threads start */
+static char *shared_pool;           /* every block's dynamic shared memory */
+static size_t shared_pool_bytes;
 static const char *fault;
 
 static void
@@ -103,6 +109,7 @@ resume (Fiber *f)
 {
   current = f;
   threadIdx = f->tid;
+  blockIdx = f->bid;
   f->state = RUNNING;
   if (_setjmp (scheduler))
     return;
@@ -142,45 +149,39 @@ ensure_fibers (int n)
   return true;
 }
 
-/* Exchanges the values of a warp whose threads all wait at a shuffle. */
+/* Exchanges the values of a warp (its n threads from ws) that all wait at a shuffle. */
 static bool
-exchange (int lo, int hi)
+exchange (Fiber *ws, int n)
 {
   Value v[32];
-  for (int t = lo; t < hi; t++)
+  for (int t = 0; t < n; t++)
     {
-      if (fibers[t].offset != fibers[lo].offset)
+      if (ws[t].offset != ws[0].offset)
         {
           fault = "the threads of a warp shuffle with different lane masks";
           return false;
         }
-      v[t - lo] = fibers[t].value;
+      v[t] = ws[t].value;
     }
-  for (int t = lo; t < hi; t++)
+  for (int t = 0; t < n; t++)
     {
-      int src = (t - lo) ^ fibers[t].offset;
-      if (src < hi - lo)   /* a lane outside a partial warp: the thread keeps its own value */
-        fibers[t].value = v[src];
-      fibers[t].state = RUNNING;
+      int src = t ^ ws[t].offset;
+      if (src < n)   /* a lane outside a partial warp: the thread keeps its own value */
+        ws[t].value = v[src];
+      ws[t].state = RUNNING;
     }
   return true;
 }
 
-/* Runs one block of n threads to its end. Odd blocks run their warps, and
- * the threads of each warp, in reverse order: a kernel that reads another
- * thread's write without a barrier between them then reads the wrong value
- * in one of the two orders, instead of passing because of the order. */
-static bool
-run_block (int n, bool reverse)
+/* Runs the n threads of one block (fs) up to its end or a grid barrier.
+ * Odd blocks run their warps, and the threads of each warp, in reverse
+ * order: a kernel that reads another thread's write without a barrier
+ * between them then reads the wrong value in one of the two orders, instead
+ * of passing because of the order. Returns DONE, AT_GRID, or RUNNING with
+ * fault set. */
+static State
+run_block (Fiber *fs, int n, bool reverse)
 {
-  for (int t = 0; t < n; t++)
-    {
-      fibers[t].started = false;
-      fibers[t].state = RUNNING;
-      fibers[t].tid.x = (unsigned) t % blockDim.x;
-      fibers[t].tid.y = (unsigned) t / blockDim.x % blockDim.y;
-      fibers[t].tid.z = (unsigned) t / (blockDim.x * blockDim.y);
-    }
   for (;;)
     {
       for (int w = 0; w < (n + 31) / 32; w++)
@@ -190,60 +191,90 @@ run_block (int n, bool reverse)
             {
               for (int i = 0; i < hi - lo; i++)
                 {
-                  Fiber *f = &fibers[reverse ? hi - 1 - i : lo + i];
+                  Fiber *f = &fs[reverse ? hi - 1 - i : lo + i];
                   if (f->state == RUNNING)
                     resume (f);
                 }
               int shuffling = 0;
               for (int t = lo; t < hi; t++)
-                shuffling += fibers[t].state == AT_SHUFFLE;
+                shuffling += fs[t].state == AT_SHUFFLE;
               if (shuffling == 0)
                 break;
               if (shuffling != hi - lo)
                 {
                   fault = "a warp shuffle that some threads of the warp did not reach";
-                  return false;
+                  return RUNNING;
                 }
-              if (!exchange (lo, hi))
-                return false;
+              if (!exchange (fs + lo, hi - lo))
+                return RUNNING;
             }
         }
-      int done = 0;
+      int done = 0, grid = 0;
       for (int t = 0; t < n; t++)
-        done += fibers[t].state == DONE;
-      if (done == n)
-        return true;
-      if (done > 0)
         {
-          fault = "__syncthreads () reached by some threads of a block after others had returned";
-          return false;
+          done += fs[t].state == DONE;
+          grid += fs[t].state == AT_GRID;
+        }
+      if (done == n)
+        return DONE;
+      if (grid == n)
+        return AT_GRID;
+      if (done > 0 || grid > 0)
+        {
+          fault = done > 0 ? "__syncthreads () reached by some threads of a block after others had returned"
+                           : "a grid barrier that some threads of the block did not reach";
+          return RUNNING;
         }
       for (int t = 0; t < n; t++)
-        fibers[t].state = RUNNING;
+        fs[t].state = RUNNING;
     }
 }
 
-/* dims: grid x, y, z, block x, y, z. Returns 0, or -1 with err filled. */
+static void
+start_block (Fiber *fs, int n, dim3 bid)
+{
+  for (int t = 0; t < n; t++)
+    {
+      fs[t].started = false;
+      fs[t].state = RUNNING;
+      fs[t].bid = bid;
+      fs[t].tid.x = (unsigned) t % blockDim.x;
+      fs[t].tid.y = (unsigned) t / blockDim.x % blockDim.y;
+      fs[t].tid.z = (unsigned) t / (blockDim.x * blockDim.y);
+    }
+}
+
+/* dims: grid x, y, z, block x, y, z, cooperative. Returns 0, or -1 with err filled. */
 static int
 launch (const unsigned *dims, unsigned shared_bytes, void **p, void (*k) (void **), char *err, int err_len)
 {
   int n = (int) (dims[3] * dims[4] * dims[5]);
+  const bool cooperative = dims[6] != 0;
+  const int blocks = (int) (dims[0] * dims[1] * dims[2]);
   if (n < 1 || n > 1024)
     {
       snprintf (err, (size_t) err_len, "a block of %d threads (1 to 1024)", n);
       return -1;
     }
-  if (!ensure_fibers (n))
+  if (cooperative && (long) blocks * n > 65536)
     {
-      snprintf (err, (size_t) err_len, "out of memory for %d thread stacks", n);
+      snprintf (err, (size_t) err_len, "a cooperative grid of %d blocks of %d threads: more than the emulator keeps",
+                blocks, n);
       return -1;
     }
-  if (shared_bytes > dynamic_shared_bytes)
+  const int live = cooperative ? blocks : 1;   /* blocks whose threads are alive at once */
+  if (!ensure_fibers (n * live))
     {
-      free (dynamic_shared);
-      dynamic_shared = (char *) aligned_alloc (256, (shared_bytes + 255) / 256 * 256);
-      dynamic_shared_bytes = dynamic_shared ? shared_bytes : 0;
-      if (!dynamic_shared)
+      snprintf (err, (size_t) err_len, "out of memory for %d thread stacks", n * live);
+      return -1;
+    }
+  const size_t per_block = ((size_t) shared_bytes + 255) / 256 * 256;
+  if (per_block * (size_t) live > shared_pool_bytes)
+    {
+      free (shared_pool);
+      shared_pool = (char *) aligned_alloc (256, per_block * (size_t) live);
+      shared_pool_bytes = shared_pool ? per_block * (size_t) live : 0;
+      if (!shared_pool)
         {
           snprintf (err, (size_t) err_len, "out of memory for %u bytes of shared memory", shared_bytes);
           return -1;
@@ -254,18 +285,64 @@ launch (const unsigned *dims, unsigned shared_bytes, void **p, void (*k) (void *
   params = p;
   gridDim = { dims[0], dims[1], dims[2] };
   blockDim = { dims[3], dims[4], dims[5] };
-  for (unsigned z = 0; z < gridDim.z; z++)
-    for (unsigned y = 0; y < gridDim.y; y++)
-      for (unsigned x = 0; x < gridDim.x; x++)
-        {
-          blockIdx = { x, y, z };
-          if (!run_block (n, (x + y + z) % 2 == 1))
+  if (!cooperative)
+    {
+      dynamic_shared = shared_pool;
+      for (unsigned z = 0; z < gridDim.z; z++)
+        for (unsigned y = 0; y < gridDim.y; y++)
+          for (unsigned x = 0; x < gridDim.x; x++)
             {
-              snprintf (err, (size_t) err_len, "block (%u, %u, %u): %s", x, y, z, fault);
+              start_block (fibers, n, { x, y, z });
+              State s = run_block (fibers, n, (x + y + z) % 2 == 1);
+              if (s != DONE)
+                {
+                  snprintf (err, (size_t) err_len, "block (%u, %u, %u): %s", x, y, z,
+                            s == AT_GRID ? "a grid barrier in a launch that is not cooperative" : fault);
+                  return -1;
+                }
+            }
+      return 0;
+    }
+  for (int b = 0; b < blocks; b++)
+    start_block (fibers + b * n, n, { b % dims[0], b / dims[0] % dims[1], b / (dims[0] * dims[1]) });
+  for (;;)
+    {
+      int done = 0, grid = 0;
+      for (int b = 0; b < blocks; b++)
+        {
+          Fiber *fs = fibers + b * n;
+          if (fs[0].state == DONE)
+            {
+              done++;
+              continue;
+            }
+          dynamic_shared = shared_pool + per_block * (size_t) b;
+          State s = run_block (fs, n, b % 2 == 1);
+          if (s == RUNNING)
+            {
+              snprintf (err, (size_t) err_len, "block %d: %s", b, fault);
               return -1;
             }
+          done += s == DONE;
+          grid += s == AT_GRID;
         }
-  return 0;
+      if (done == blocks)
+        return 0;
+      if (done > 0)
+        {
+          snprintf (err, (size_t) err_len, "a grid barrier that %d of %d blocks returned without reaching", done,
+                    blocks);
+          return -1;
+        }
+      for (int t = 0; t < blocks * n; t++)   /* every block at the grid barrier: all go on */
+        fibers[t].state = RUNNING;
+    }
+}
+
+static void
+grid_sync (void)
+{
+  yield (AT_GRID);
 }
 
 template <typename... A, size_t... I>
@@ -304,6 +381,7 @@ shuffle (T v, int offset, T Value::*field)
 }   /* namespace pl_emu */
 
 static inline void __syncthreads (void) { pl_emu::yield (pl_emu::AT_SYNC); }
+static inline void __threadfence (void) {}
 static inline float __shfl_xor_sync (unsigned, float v, int o) { return pl_emu::shuffle (v, o, &pl_emu::Value::f); }
 static inline double __shfl_xor_sync (unsigned, double v, int o) { return pl_emu::shuffle (v, o, &pl_emu::Value::d); }
 static inline long long __shfl_xor_sync (unsigned, long long v, int o) { return pl_emu::shuffle (v, o, &pl_emu::Value::i); }

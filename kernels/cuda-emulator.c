@@ -95,15 +95,37 @@ emu_get_function (CUfunction *f, CUmodule m, const char *name)
 typedef int (*EntryFn) (const unsigned *dims, unsigned shared, void **params, char *err, int err_len);
 
 static CUresult
-emu_launch (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-            unsigned shared, CUstream stream, void **params, void **extra)
+launch (CUfunction f, const unsigned dims[7], unsigned shared, void **params)
 {
-  const unsigned dims[6] = { gx, gy, gz, bx, by, bz };
   char err[1024] = "";
   EntryFn entry;
   *(void **) &entry = f;
   if (entry (dims, shared, params, err, sizeof err) != 0)
     return fail (CUDA_ERROR_LAUNCH_FAILED, err);
+  return 0;
+}
+
+static CUresult
+emu_launch (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+            unsigned shared, CUstream stream, void **params, void **extra)
+{
+  const unsigned dims[7] = { gx, gy, gz, bx, by, bz, 0 };
+  return launch (f, dims, shared, params);
+}
+
+/* Every block's threads stay alive, so the kernel may synchronize the grid. */
+static CUresult
+emu_launch_cooperative (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, CUstream stream, void **params)
+{
+  const unsigned dims[7] = { gx, gy, gz, bx, by, bz, 1 };
+  return launch (f, dims, shared, params);
+}
+
+static CUresult
+emu_memset_d8 (CUdeviceptr dst, unsigned char value, size_t n)
+{
+  memset ((void *) (uintptr_t) dst, value, n);
   return 0;
 }
 
@@ -262,6 +284,8 @@ pl_cuda_emulator_open (PlCudaContext *c)
   c->get_function = emu_get_function;
   c->func_set_attr = emu_func_set_attr;
   c->launch = emu_launch;
+  c->launch_cooperative = emu_launch_cooperative;
+  c->memset_d8 = emu_memset_d8;
   c->mem_alloc = emu_mem_alloc;
   c->mem_free = emu_mem_free;
   c->htod = emu_htod;

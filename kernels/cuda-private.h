@@ -51,6 +51,9 @@ struct _PlCudaContext {
   CUresult (*func_set_attr) (CUfunction, int, int);
   CUresult (*launch) (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                       void **, void **);
+  CUresult (*launch_cooperative) (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                  CUstream, void **);
+  CUresult (*memset_d8) (CUdeviceptr, unsigned char, size_t);
   CUresult (*mem_alloc) (CUdeviceptr *, size_t);
   CUresult (*mem_free) (CUdeviceptr);
   CUresult (*htod) (CUdeviceptr, const void *, size_t);
