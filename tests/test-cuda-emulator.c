@@ -8,6 +8,7 @@
  * some threads skipped, a shuffle part of a warp skipped). The generated
  * kernels of the samples, the layouts and random graphs run on it in
  * kernels-cuda-emulated and kernels-layout-emulated (meson.build). */
+#include "codegen.h"
 #include "runtime-private.h"
 #include "test-util.h"
 
@@ -119,6 +120,55 @@ test_missing_barrier (void)
   g_assert_cmpint (wrong[1], >=, 32);
 }
 
+/* The prelude's grid barrier in a cooperative launch: every block writes
+ * its index, the grid synchronizes, and every block then reads all of them
+ * (its first 16 bytes are the barrier's counters, zeroed by the launch).
+ * Launched the ordinary way, the barrier is an error, not a deadlock. */
+static void
+test_grid_barrier (void)
+{
+  g_autofree char *prelude = pl_codegen_cuda_prelude ();
+  g_autofree char *src = g_strconcat (prelude,
+    "extern \"C\" __global__ void gsum (int *out)\n{\n"
+    "  int *ids = out + 4, *sums = out + 4 + gridDim.x;\n"
+    "  if (threadIdx.x == 0) ids[blockIdx.x] = blockIdx.x + 1;\n"
+    "  pl_grid_sync ((unsigned int *) out);\n"
+    "  int s = 0;\n  for (int b = 0; b < (int) gridDim.x; b++) s += ids[b];\n"
+    "  if (threadIdx.x == 0) sums[blockIdx.x] = s;\n}\n", NULL);
+  PlCudaContext *c = context ();
+  g_autoptr (GError) error = NULL;
+  const char *kernels[] = { "gsum", NULL };
+  gpointer m = pl_cuda_module_build (c, src, kernels, &error);
+  g_assert_no_error (error);
+  gpointer fn = pl_cuda_function (c, m, "gsum", &error);
+  g_assert_no_error (error);
+  const int blocks = 5, n = 4 + 2 * blocks;
+  guint64 buf = pl_cuda_alloc (c, sizeof (int) * n, &error);
+  g_assert_no_error (error);
+  for (int cooperative = 1; cooperative >= 0; cooperative--)
+    {
+      PlCudaLaunch l = { .entry = (char *) "gsum", .grid = blocks, .block = 64, .cooperative = cooperative,
+                         .n_params = 1 };
+      void *params[] = { &buf };
+      bool ok = pl_cuda_launch (c, fn, &l, params, &error);
+      if (!cooperative)
+        {
+          g_assert_false (ok);
+          g_assert_error (error, PL_ERROR, PL_ERROR_EXEC);
+          g_assert_nonnull (strstr (error->message, "grid barrier in a launch that is not cooperative"));
+          g_clear_error (&error);
+          continue;
+        }
+      g_assert_no_error (error);
+      int host[4 + 2 * 5];
+      g_assert_true (pl_cuda_download (c, host, buf, sizeof host, &error));
+      for (int b = 0; b < blocks; b++)
+        g_assert_cmpint (host[4 + blocks + b], ==, blocks * (blocks + 1) / 2);
+      g_assert_cmpint (host[0], ==, 0);   /* the arrival counter is back at zero */
+    }
+  pl_cuda_free (c, buf);
+}
+
 /* A butterfly of xor shuffles: every lane ends with its warp's sum, in
  * ints, floats and doubles. */
 static void
@@ -204,6 +254,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/CudaEmulator/barrier-and-shared", test_barrier_and_shared);
   g_test_add_func ("/Passlab/CudaEmulator/missing-barrier", test_missing_barrier);
   g_test_add_func ("/Passlab/CudaEmulator/shuffle", test_shuffle);
+  g_test_add_func ("/Passlab/CudaEmulator/grid-barrier", test_grid_barrier);
   g_test_add_func ("/Passlab/CudaEmulator/divergence", test_divergence);
   g_test_add_func ("/Passlab/CudaEmulator/memory-and-lookup", test_memory_and_lookup);
   return g_test_run ();
