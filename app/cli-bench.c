@@ -115,10 +115,14 @@ prepare_variant (const PlGraph *g, const Variant *v, char *const *extra, const P
                  PlTensor **inputs, PlTensor **want, Result *r, GError **error)
 {
   g_autoptr (GPtrArray) params = g_ptr_array_new ();
+  g_auto (GStrv) names = g_strsplit (v->passes ? v->passes : "", ",", -1);
+  /* the layout pass plans for the backend it runs on (a --param may still say otherwise) */
+  g_autofree char *plan_for = g_strdup_printf ("layout.backend=%s", pl_backend_name (copt->backend));
+  if (g_strv_contains ((const char *const *) names, "layout"))
+    g_ptr_array_add (params, plan_for);
   if (v->param)
     g_ptr_array_add (params, (gpointer) v->param);
   /* --param entries for passes this variant runs */
-  g_auto (GStrv) names = g_strsplit (v->passes ? v->passes : "", ",", -1);
   for (int i = 0; extra && extra[i]; i++)
     {
       g_autofree char *pass = g_strndup (extra[i], strcspn (extra[i], "."));

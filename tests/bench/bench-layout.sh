@@ -30,7 +30,7 @@
 # Usage: tests/bench/bench-layout.sh [BUILD_DIR] [--batches "1 8"] [--rounds K]
 #                                    [--repeat N] [--processes P] [--refine N]
 #                                    [--variants LIST] [--cnns "resnet18 mobilenet_v2"]
-#                                    [--no-resnet18]
+#                                    [--no-resnet18] [--backend cpu|cuda]
 set -euo pipefail
 
 SRC="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -43,6 +43,7 @@ CNNS="resnet18"
 REFINE=0
 PROCESSES=1
 VARIANTS=fused,nchw,nhwc,chwn,layout
+BACKEND=cpu
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --batches) BATCHES="$2"; shift 2 ;;
@@ -53,6 +54,7 @@ while [[ $# -gt 0 ]]; do
     --variants) VARIANTS="$2"; shift 2 ;;
     --cnns) CNNS="$2"; shift 2 ;;
     --no-resnet18) CNNS=""; shift ;;
+    --backend) BACKEND="$2"; shift 2 ;;   # cuda: the layout pass calibrates on the GPU
     *) echo "bench-layout: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -69,7 +71,7 @@ bench_one () {
   local name="$1" file="$2"
   echo "== $name"
   for p in $(seq 1 "$PROCESSES"); do
-    "$CLI" bench "$file" --backend cpu --variants "$VARIANTS" --repeat "$REPEAT" --rounds "$ROUNDS" \
+    "$CLI" bench "$file" --backend "$BACKEND" --variants "$VARIANTS" --repeat "$REPEAT" --rounds "$ROUNDS" \
       --param "layout.refine=$REFINE" --report "$TMP/run-$p.json" | tail -n +2
   done
   "$PY" - "$TMP" "$PROCESSES" <<'TALLY'
