@@ -61,15 +61,8 @@ run_on_backend (const PlGraph *g, PlTensor **inputs, gpointer data, PlConformanc
   g_autoptr (PlGraph) opt = pl_cli_apply_passes (g, r->passes, NULL, error);
   if (!opt)
     return NULL;
-  PlCompileOptions o;
-  pl_compile_options_init (&o, r->backend);
-  o.cache_dir = r->cache_dir;
-  o.threads = 1;   /* --jobs tests run at once */
-  PlExecutable *e = pl_executable_new (opt, &o, error);
-  if (!e)
-    return NULL;
-  g_autoptr (PlRunReport) report = NULL;
-  PlTensor **out = pl_executable_run (e, inputs, 1, &report, error);
+  g_autoptr (PlRunReport) report = NULL;   /* (one thread: --jobs tests run at once) */
+  PlTensor **out = pl_cli_run_once (opt, r->backend, r->cache_dir, inputs, &report, error);
   if (report)
     {
       result->kernels = report->n_kernels;
@@ -77,7 +70,6 @@ run_on_backend (const PlGraph *g, PlTensor **inputs, gpointer data, PlConformanc
       for (int i = 0; i < report->n_kernels; i++)
         result->fallbacks += report->kernels[i].fallback;
     }
-  pl_executable_free (e);
   return out;
 }
 

@@ -149,6 +149,27 @@ pl_cli_apply_passes (const PlGraph *g, const char *spec, char *const *params, GE
   return pl_graph_copy (pl_history_step (h, pl_history_n_steps (h) - 1)->graph);
 }
 
+PlTensor **
+pl_cli_run_once (const PlGraph *g, PlBackend backend, const char *cache_dir, PlTensor **inputs, PlRunReport **report,
+                 GError **error)
+{
+  PlCompileOptions o;
+  pl_compile_options_init (&o, backend);
+  o.cache_dir = cache_dir;
+  o.threads = 1;
+  PlExecutable *e = pl_executable_new (g, &o, error);
+  if (!e)
+    {
+      g_prefix_error (error, "does not compile: ");
+      return NULL;
+    }
+  PlTensor **out = pl_executable_run (e, inputs, 1, report, error);
+  if (!out)
+    g_prefix_error (error, "does not run: ");
+  pl_executable_free (e);
+  return out;
+}
+
 char *
 pl_cli_human_bytes (int64_t b)
 {

@@ -14,6 +14,12 @@ int      pl_cli_bench             (int argc, char **argv);
 /* A copy of g after the pipeline spec ("simplify,fuse-loops"; NULL or ""
  * for none) with params ("pass.key=value", NULL-terminated, may be NULL). */
 PlGraph *pl_cli_apply_passes      (const PlGraph *g, const char *spec, char *const *params, GError **error);
+/* g compiled for backend (kernels cached in cache_dir, NULL: the default;
+ * one thread on the cpu: for callers that run many graphs side by side) and
+ * run once on inputs: its outputs (pl_interp_free_outputs), or NULL with
+ * the error prefixed "does not compile: " or "does not run: ". report may be NULL. */
+PlTensor **pl_cli_run_once        (const PlGraph *g, PlBackend backend, const char *cache_dir, PlTensor **inputs,
+                                   PlRunReport **report, GError **error);
 /* "12.3 MiB" */
 char    *pl_cli_human_bytes       (int64_t b);
 /* The per-kernel table (kernel, ops fused, time median, bytes, achieved

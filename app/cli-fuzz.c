@@ -9,9 +9,9 @@
 
 #include <stdio.h>
 
+#include "cli-exec.h"
 #include "fuzz.h"
 #include "interp.h"
-#include "runtime.h"
 
 typedef struct {
   PlBackend backend;
@@ -32,15 +32,9 @@ backend_check (const PlGraph *generated, const PlGraph *final, guint32 seed, dou
   int n_in = (int) generated->inputs->len, n_out = (int) generated->outputs->len;
   char *differs = NULL;
   PlTensor **want = pl_interp_run (generated, in, NULL, &error);
-  PlCompileOptions o;
-  pl_compile_options_init (&o, b->backend);
-  o.cache_dir = b->cache_dir;
-  o.threads = 1;
-  PlExecutable *e = want ? pl_executable_new (final, &o, &error) : NULL;
-  PlTensor **got = e ? pl_executable_run (e, in, 1, NULL, &error) : NULL;
+  PlTensor **got = want ? pl_cli_run_once (final, b->backend, b->cache_dir, in, NULL, &error) : NULL;
   if (!got)
-    differs = g_strdup_printf ("%s: %s", !want ? "the reference failed" : !e ? "does not compile" : "does not run",
-                               error->message);
+    differs = g_strdup_printf ("%s%s", !want ? "the reference failed: " : "", error->message);
   for (int k = 0; got && !differs && k < n_out; k++)
     {
       double worst = 0;
@@ -55,8 +49,6 @@ backend_check (const PlGraph *generated, const PlGraph *final, guint32 seed, dou
     pl_interp_free_outputs (got, n_out);
   if (want)
     pl_interp_free_outputs (want, n_out);
-  if (e)
-    pl_executable_free (e);
   pl_interp_free_outputs (in, n_in);
   return differs;
 }

@@ -345,18 +345,13 @@ bool
 pl_cuda_copy_gbps (PlCudaContext *c, size_t bytes, double *gbps, GError **error)
 {
   guint64 a = pl_cuda_alloc (c, bytes, error), b = a ? pl_cuda_alloc (c, bytes, error) : 0;
-  CUevent ev[2] = { NULL, NULL };
-  bool ok = b && cu_check (c, c->event_create (&ev[0], 0), "cuEventCreate", error) &&
-            cu_check (c, c->event_create (&ev[1], 0), "cuEventCreate", error);
+  bool ok = b && pl_cuda_events (c, 2, error);
   float best = G_MAXFLOAT;
   for (int i = 0; ok && i < 6; i++)   /* the first copy warms up */
     {
       float ms = 0;
-      ok = cu_check (c, c->event_record (ev[0], NULL), "cuEventRecord", error) &&
-           cu_check (c, c->dtod (b, a, bytes), "cuMemcpyDtoD", error) &&
-           cu_check (c, c->event_record (ev[1], NULL), "cuEventRecord", error) &&
-           cu_check (c, c->event_sync (ev[1]), "cuEventSynchronize", error) &&
-           cu_check (c, c->event_elapsed (&ms, ev[0], ev[1]), "cuEventElapsedTime", error);
+      ok = pl_cuda_record (c, 0, error) && cu_check (c, c->dtod (b, a, bytes), "cuMemcpyDtoD", error) &&
+           pl_cuda_record (c, 1, error) && pl_cuda_elapsed (c, 0, 1, &ms, error);
       if (ok && i > 0)
         best = MIN (best, ms);
     }

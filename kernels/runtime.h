@@ -105,15 +105,15 @@ typedef struct {
 typedef struct _PlExecutable PlExecutable;
 
 typedef struct {
-  PlBackend  backend;
-  char      *cache_dir;     /* compiled-kernel cache (cpu); NULL: $XDG_CACHE_HOME/passlab */
-  int        threads;       /* cpu: OpenMP threads (0: all cores) */
-  bool       generate_only; /* plan and generate the code, compile nothing (no compiler or GPU
-                             * needed): for viewing the source and the memory plan (the budget is
-                             * checked); running fails */
-  int64_t    device_budget; /* bytes of device memory the plan may use (0: no limit); the arena
-                             * (inputs, intermediates, scratch; constants apart) must fit, else
-                             * pl_executable_new fails naming the need and the budget */
+  PlBackend   backend;
+  const char *cache_dir;     /* compiled-kernel cache (cpu); NULL: $XDG_CACHE_HOME/passlab */
+  int         threads;       /* cpu: OpenMP threads (0: all cores) */
+  bool        generate_only; /* plan and generate the code, compile nothing (no compiler or GPU
+                              * needed): for viewing the source and the memory plan (the budget is
+                              * checked); running fails */
+  int64_t     device_budget; /* bytes of device memory the plan may use (0: no limit); the arena
+                              * (inputs, intermediates, scratch; constants apart) must fit, else
+                              * pl_executable_new fails naming the need and the budget */
 } PlCompileOptions;
 
 void           pl_compile_options_init (PlCompileOptions *o, PlBackend backend);
