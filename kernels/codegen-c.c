@@ -12,11 +12,13 @@
  *    between the passes, and a malloc'ed scratch row per thread for the
  *    materialized values. When there are too few rows to feed the cores,
  *    the rows run one after the other and each pass's loop is the parallel
- *    one (reduction clauses combine the threads' partial results). Long
- *    rows prefetch the next row during the second pass (PREFETCH_CHUNK);
- *    outputs larger than the cache leave through a staging row and
- *    streaming stores (STREAM_MIN_BYTES). A divide by a row value is a
- *    multiply by its reciprocal (codegen-expr.c).
+ *    one (reduction clauses combine the threads' partial results). A
+ *    pass's float reductions run as SPLIT_WAYS slices side by side (so the
+ *    adds are not one dependent chain); long rows prefetch the next row
+ *    during a later pass (PREFETCH_CHUNK); outputs larger than the cache
+ *    leave through a staging row (or chunk) and streaming stores
+ *    (STREAM_MIN_BYTES). A divide by a row value is a multiply by its
+ *    reciprocal (codegen-expr.c).
  *
  * Math functions vectorize: exp and tanh of f32 are inline polynomials
  * (below), the rest of libm goes through glibc's libmvec (declared with
@@ -175,7 +177,9 @@ typedef struct {
   const PlLoopPlan   *lp;
   int                 indent;
   bool                stream;   /* rows: stage contiguous row stores, write them out non-temporally */
-  bool                prefetch; /* rows: the second pass prefetches the next row (PREFETCH_CHUNK) */
+  int                 prefetch_pass; /* rows: this pass prefetches the next row (PREFETCH_CHUNK); -1: none */
+  const char         *acc_suffix;    /* rows: which of a split pass's partial accumulators the body adds to */
+  bool                chunk;         /* rows: emitting the chunk loop (cb..ce) of the prefetching pass */
 } Emit;
 
 static void G_GNUC_PRINTF (2, 3)
@@ -306,9 +310,10 @@ int_limit (PlDType t, bool max)
     }
 }
 
-/* The OpenMP reduction clauses of the pass's reductions (empty if one is an argmax). */
+/* The OpenMP reduction clauses of the pass's reductions (empty if one is an
+ * argmax), naming each one's n_split partial accumulators. */
 static char *
-reduction_clauses (const PlLoopPlan *lp, int pass, bool *has_arg)
+reduction_clauses (const PlLoopPlan *lp, int pass, int n_split, bool *has_arg)
 {
   GString *s = g_string_new (NULL);
   *has_arg = false;
@@ -321,13 +326,19 @@ reduction_clauses (const PlLoopPlan *lp, int pass, bool *has_arg)
       if (is_arg (x->kind))
         *has_arg = true;
       else
-        g_string_append_printf (s, " reduction(%s:acc%u)", ops[x->kind], r);
+        {
+          g_string_append_printf (s, " reduction(%s:acc%u", ops[x->kind], r);
+          for (int k = 1; k < n_split; k++)
+            g_string_append_printf (s, ",acc%u_%d", r, k);
+          g_string_append (s, ")");
+        }
     }
   return g_string_free (s, FALSE);
 }
 
+/* Declares the pass's accumulators, and n_split - 1 more partial ones per reduction. */
 static void
-emit_accumulators (Emit *e, int pass)
+emit_accumulators (Emit *e, int pass, int n_split)
 {
   for (guint r = 0; r < e->lp->reductions->len; r++)
     {
@@ -338,32 +349,27 @@ emit_accumulators (Emit *e, int pass)
       const char *t = pl_plan_ctype (is_arg (x->kind) ? at_t : x->dtype);
       bool fl = pl_dtype_is_float (x->dtype);
       const char *inf = x->dtype == PL_DTYPE_F32 ? "PL_INFF" : "PL_INF";
+      const char *init;
       switch (x->kind)
         {
-        case PL_RED_SUM: line (e, "%s acc%u = 0;", t, r); break;
-        case PL_RED_PROD: line (e, "%s acc%u = 1;", t, r); break;
-        case PL_RED_MAX:
-          if (fl)
-            line (e, "%s acc%u = -%s;", t, r, inf);
-          else
-            line (e, "%s acc%u = %s;", t, r, int_limit (x->dtype, false));
-          break;
-        case PL_RED_MIN:
-          if (fl)
-            line (e, "%s acc%u = %s;", t, r, inf);
-          else
-            line (e, "%s acc%u = %s;", t, r, int_limit (x->dtype, true));
-          break;
+        case PL_RED_SUM: init = "0"; break;
+        case PL_RED_PROD: init = "1"; break;
+        case PL_RED_MAX: init = fl ? (x->dtype == PL_DTYPE_F32 ? "-PL_INFF" : "-PL_INF") : int_limit (x->dtype, false); break;
+        case PL_RED_MIN: init = fl ? inf : int_limit (x->dtype, true); break;
         default:
           line (e, "%s best%u = 0; int64_t acc%u = 0; int first%u = 1;", t, r, r, r);
-          break;
+          continue;
         }
+      line (e, "%s acc%u = %s;", t, r, init);
+      for (int k = 1; k < n_split; k++)
+        line (e, "%s acc%u_%d = %s;", t, r, k, init);
     }
 }
 
 static void
 emit_accumulate (Emit *e, int pass)
 {
+  const char *sf = e->acc_suffix ? e->acc_suffix : "";
   for (guint r = 0; r < e->lp->reductions->len; r++)
     {
       const PlReduction *x = red (e->lp, (int) r);
@@ -375,18 +381,22 @@ emit_accumulate (Emit *e, int pass)
         {
         case PL_RED_SUM:
           if (fl)
-            line (e, "acc%u += v%d;", r, x->arg);
+            line (e, "acc%u%s += v%d;", r, sf, x->arg);
           else
-            line (e, "acc%u = (%s) ((uint64_t) acc%u + (uint64_t) v%d);", r, t, r, x->arg);
+            line (e, "acc%u%s = (%s) ((uint64_t) acc%u%s + (uint64_t) v%d);", r, sf, t, r, sf, x->arg);
           break;
         case PL_RED_PROD:
           if (fl)
-            line (e, "acc%u *= v%d;", r, x->arg);
+            line (e, "acc%u%s *= v%d;", r, sf, x->arg);
           else
-            line (e, "acc%u = (%s) ((uint64_t) acc%u * (uint64_t) v%d);", r, t, r, x->arg);
+            line (e, "acc%u%s = (%s) ((uint64_t) acc%u%s * (uint64_t) v%d);", r, sf, t, r, sf, x->arg);
           break;
-        case PL_RED_MAX: line (e, "acc%u = v%d > acc%u ? v%d : acc%u;", r, x->arg, r, x->arg, r); break;
-        case PL_RED_MIN: line (e, "acc%u = v%d < acc%u ? v%d : acc%u;", r, x->arg, r, x->arg, r); break;
+        case PL_RED_MAX:
+          line (e, "acc%u%s = v%d > acc%u%s ? v%d : acc%u%s;", r, sf, x->arg, r, sf, x->arg, r, sf);
+          break;
+        case PL_RED_MIN:
+          line (e, "acc%u%s = v%d < acc%u%s ? v%d : acc%u%s;", r, sf, x->arg, r, sf, x->arg, r, sf);
+          break;
         default:
           line (e, "if (first%u || v%d %s best%u) { best%u = v%d; acc%u = ridx; first%u = 0; }", r, x->arg,
                 x->kind == PL_RED_ARGMAX ? (x->select_last ? ">=" : ">") : (x->select_last ? "<=" : "<"), r, r,
@@ -418,13 +428,18 @@ pass_needs_ridx (const PlLoopPlan *lp, int pass)
  * ownership): a third of the memory traffic of softmax. Such a row store,
  * when it writes the row contiguously (out[base(row) + ridx]), goes to a
  * staging row in L1 and pl_stream writes the finished row with streaming
- * stores (softmax [8192, 4096]: 10% faster). Only in row-parallel kernels (a
- * thread owns its rows), and rows of 4 KiB or more: the runtime's arena
- * starts 16 bytes off a cache line, and a short row's partial lines at both
- * ends, shared with the rows beside it, cost what streaming saves (1 KiB
- * rows: ~15% faster streamed when on a line, ~8% slower off it). */
+ * stores (softmax [8192, 4096]: 10% faster); in the chunked pass that
+ * prefetches, a staging chunk, streamed as soon as it is computed, so the
+ * row's working set is one row smaller. Only in row-parallel kernels (a
+ * thread owns its rows), and rows of 4 KiB or more, or of a whole number of
+ * cache lines: the runtime's buffers start on a line (runtime-memory.c), so
+ * such rows do too, while a short row's partial lines at both ends, shared
+ * with the rows beside it, cost what streaming saves (1 KiB rows: ~15%
+ * faster streamed when on a line, ~8% slower off it; layer norm [65536,
+ * 256]: 9.2 -> 7.9 ms with the split reductions). */
 #define STREAM_MIN_BYTES     ((int64_t) 64 << 20)
 #define STREAM_MIN_ROW_BYTES 4096
+#define STREAM_MIN_LINE_ROW  256   /* bytes; rows of whole lines from here */
 
 /* Whether store st writes out[base(row) + ridx]. */
 static bool
@@ -455,7 +470,9 @@ streamed (const Emit *e, const PlStore *st)
   const PlLoopPlan *lp = e->lp;
   int64_t size = (int64_t) pl_dtype_size (store_dtype (e, st));
   return e->stream && st->level == PL_LEVEL_ELEM && lp->total * size >= STREAM_MIN_BYTES &&
-         lp->row_len * size >= STREAM_MIN_ROW_BYTES && row_contiguous (lp, st);
+         (lp->row_len * size >= STREAM_MIN_ROW_BYTES ||
+          (lp->row_len * size % 64 == 0 && lp->row_len * size >= STREAM_MIN_LINE_ROW)) &&
+         row_contiguous (lp, st);
 }
 
 static bool
@@ -470,7 +487,8 @@ streams_in_pass (const Emit *e, int pass)
   return false;
 }
 
-/* The finished row of each store staged in this pass, to memory. */
+/* The finished row of each store staged in this pass, to memory; in a
+ * chunked pass (e->chunk), the chunk cb..ce just computed. */
 static void
 emit_stream_out (Emit *e, int pass)
 {
@@ -484,8 +502,11 @@ emit_stream_out (Emit *e, int pass)
       if (st->pass != pass || !streamed (e, st))
         continue;
       g_autofree char *base = pl_idx_to_c (st->index, names);
-      line (e, "pl_stream (out%d + %s, st%u, sizeof *st%u * %" G_GINT64_FORMAT ");", st->slot, base, s, s,
-            lp->row_len);
+      if (e->chunk)
+        line (e, "pl_stream (out%d + %s + cb, st%u, sizeof *st%u * (size_t) (ce - cb));", st->slot, base, s, s);
+      else
+        line (e, "pl_stream (out%d + %s, st%u, sizeof *st%u * %" G_GINT64_FORMAT ");", st->slot, base, s, s,
+              lp->row_len);
     }
 }
 
@@ -525,7 +546,7 @@ emit_pass_body (Emit *e, int pass)
       if (st->level == PL_LEVEL_ELEM && st->pass == pass)
         {
           if (streamed (e, st))
-            line (e, "st%u[ridx] = v%d;", s, st->value);
+            line (e, "st%u[ridx%s] = v%d;", s, e->chunk ? " - cb" : "", st->value);
           else
             emit_store (e, st);
         }
@@ -534,10 +555,14 @@ emit_pass_body (Emit *e, int pass)
 
 /* Prefetching the next row. The first pass of a row waits on memory with
  * little to compute, and the passes after it compute on L1 data while the
- * memory idles; so the second pass, in chunks of PREFETCH_CHUNK elements,
+ * memory idles; so a later pass, in chunks of PREFETCH_CHUNK elements,
  * prefetches the next row's lines of every input the first pass streams,
  * and the next row's first pass finds them in cache (softmax [8192, 4096]:
- * 21 -> 18 ms). Row-parallel kernels with one reduced dim and long rows. */
+ * 21 -> 18 ms). The pass is the first one after pass 0 without a reduction,
+ * else pass 1 (prefetch_pass): chunking a pass with reductions would end every chunk in
+ * a combine of its split accumulators (layer norm [8192, 4096], prefetching
+ * in the last pass rather than the second: 19.6 -> 17.8 ms, both split).
+ * Row-parallel kernels with one reduced dim and long rows. */
 #define PREFETCH_CHUNK   256
 #define PREFETCH_MIN_ROW 1024
 
@@ -562,6 +587,25 @@ wants_prefetch (const PlLoopPlan *lp)
     if (prefetched (lp, at (lp, (int) i)))
       return true;
   return false;
+}
+
+/* The pass that prefetches: the first one after pass 0 with no reduction (so
+ * the passes with reductions can split, see SPLIT_WAYS), else pass 1; -1
+ * when the kernel does not prefetch. */
+static int
+prefetch_pass (const PlLoopPlan *lp)
+{
+  if (!wants_prefetch (lp))
+    return -1;
+  for (int pass = 1; pass < lp->n_passes; pass++)
+    {
+      bool reduces = false;
+      for (guint r = 0; r < lp->reductions->len; r++)
+        reduces |= red (lp, (int) r)->pass == pass;
+      if (!reduces)
+        return pass;
+    }
+  return 1;
 }
 
 /* Opens the chunk loop around the reduced dim k (closed by the caller) and
@@ -590,14 +634,120 @@ emit_prefetch_chunk (Emit *e, int k)
     }
 }
 
+/* Split reductions. A float reduction along a row through `omp simd
+ * reduction` is one chain of dependent vector operations, 4 cycles each: a
+ * row of 4096 floats is 256 of them in a row, longer than reading the row
+ * from L2. So a pass whose reductions are float sums, products, maxima or
+ * minima over one reduced dim runs as SPLIT_WAYS slices of the row side by
+ * side in one loop, each slice with its own partial accumulators, combined
+ * after the loop (the two reductions of layer norm over a row of 4096 in
+ * L2: 710 -> 460 ns; the kernel on [8192, 4096], interleaved A/B in one
+ * process: 20.1 -> 17.8 ms). A slice is a multiple of 16 elements (whole vectors)
+ * and slices do not start a multiple of 2 KiB apart: a load 4 KiB from a
+ * pending store falsely waits for it. The elements after the last slice
+ * get a loop of their own. Not in the chunked (prefetching) pass, whose
+ * chunks would each end in a combine. */
+#define SPLIT_WAYS    4
+#define SPLIT_MIN_ROW 256
+
+/* The slice length when the pass splits, else 0. */
+static int64_t
+split_slice (const Emit *e, int pass, bool par)
+{
+  const PlLoopPlan *lp = e->lp;
+  if (par || e->chunk || lp->rank - lp->n_kept != 1 || lp->row_len < SPLIT_MIN_ROW)
+    return 0;
+  bool any = false;
+  for (guint r = 0; r < lp->reductions->len; r++)
+    {
+      const PlReduction *x = red (lp, (int) r);
+      if (x->pass != pass)
+        continue;
+      if (is_arg (x->kind) || (x->dtype != PL_DTYPE_F32 && x->dtype != PL_DTYPE_F64))
+        return 0;
+      any = true;
+    }
+  int64_t q = lp->row_len / SPLIT_WAYS / 16 * 16;
+  if (q % 512 == 0)
+    q -= 16;
+  return any ? q : 0;
+}
+
+/* acc<r> = acc<r> op acc<r>_<k> for the split pass's partial accumulators, pairwise. */
+static void
+emit_split_combine (Emit *e, int pass)
+{
+  for (guint r = 0; r < e->lp->reductions->len; r++)
+    {
+      const PlReduction *x = red (e->lp, (int) r);
+      if (x->pass != pass)
+        continue;
+      for (int step = 1; step < SPLIT_WAYS; step *= 2)
+        for (int k = 0; k + step < SPLIT_WAYS; k += 2 * step)
+          {
+            g_autofree char *a = k ? g_strdup_printf ("acc%u_%d", r, k) : g_strdup_printf ("acc%u", r);
+            g_autofree char *b = g_strdup_printf ("acc%u_%d", r, k + step);
+            switch (x->kind)
+              {
+              case PL_RED_SUM: line (e, "%s += %s;", a, b); break;
+              case PL_RED_PROD: line (e, "%s *= %s;", a, b); break;
+              case PL_RED_MAX: line (e, "%s = %s > %s ? %s : %s;", a, b, a, b, a); break;
+              default: line (e, "%s = %s < %s ? %s : %s;", a, b, a, b, a); break;
+              }
+          }
+    }
+}
+
+/* The split pass: SPLIT_WAYS slices of q elements in one loop, then the rest. */
+static void
+emit_split_pass (Emit *e, int pass, int64_t q, const char *clauses)
+{
+  const PlLoopPlan *lp = e->lp;
+  int k = lp->rank - 1;
+  line (e, "#pragma omp simd%s", clauses);
+  line (e, "for (int64_t cq = 0; cq < %" G_GINT64_FORMAT "; cq++)", q);
+  line (e, "{");
+  e->indent++;
+  for (int w = 0; w < SPLIT_WAYS; w++)
+    {
+      g_autofree char *suffix = w ? g_strdup_printf ("_%d", w) : NULL;
+      line (e, "{");
+      e->indent++;
+      line (e, "const int64_t c%d = cq + %" G_GINT64_FORMAT ";", k, w * q);
+      e->acc_suffix = suffix;
+      emit_pass_body (e, pass);
+      e->acc_suffix = NULL;
+      e->indent--;
+      line (e, "}");
+    }
+  e->indent--;
+  line (e, "}");
+  if (SPLIT_WAYS * q < lp->dims[k])
+    {
+      bool has_arg;
+      g_autofree char *rest = reduction_clauses (lp, pass, 1, &has_arg);
+      line (e, "#pragma omp simd%s", rest);
+      line (e, "for (int64_t c%d = %" G_GINT64_FORMAT "; c%d < %" G_GINT64_FORMAT "; c%d++)", k, SPLIT_WAYS * q, k,
+            lp->dims[k], k);
+      line (e, "{");
+      e->indent++;
+      emit_pass_body (e, pass);
+      e->indent--;
+      line (e, "}");
+    }
+  emit_split_combine (e, pass);
+}
+
 /* One pass over the row's reduced dims; par: the outermost loop is the parallel one. */
 static void
 emit_pass (Emit *e, int pass, bool par)
 {
   const PlLoopPlan *lp = e->lp;
   bool has_arg;
-  g_autofree char *clauses = reduction_clauses (lp, pass, &has_arg);
-  emit_accumulators (e, pass);
+  e->chunk = e->prefetch_pass == pass && !par;
+  int64_t q = split_slice (e, pass, par);
+  g_autofree char *clauses = reduction_clauses (lp, pass, q ? SPLIT_WAYS : 1, &has_arg);
+  emit_accumulators (e, pass, q ? SPLIT_WAYS : 1);
   int n_red = lp->rank - lp->n_kept;
   if (n_red == 0)
     {
@@ -607,30 +757,40 @@ emit_pass (Emit *e, int pass, bool par)
       e->indent--;
       line (e, "}");
     }
-  bool chunked = e->prefetch && pass == 1 && !par;
-  for (int k = lp->n_kept; k < lp->rank; k++)
+  if (q)
+    emit_split_pass (e, pass, q, clauses);
+  else
     {
-      bool inner = k == lp->rank - 1, outer = k == lp->n_kept;
-      if (inner && chunked)
-        emit_prefetch_chunk (e, k);
-      if (par && outer && !has_arg)
-        line (e, "#pragma omp parallel for%s schedule(static)%s", inner ? " simd" : "", clauses);
-      else if (inner && !has_arg)
-        line (e, "#pragma omp simd%s", clauses);
-      if (inner && chunked)
-        line (e, "for (int64_t c%d = cb; c%d < ce; c%d++)", k, k, k);
-      else
-        line (e, "for (int64_t c%d = 0; c%d < %" G_GINT64_FORMAT "; c%d++)", k, k, lp->dims[k], k);
-      line (e, "{");
-      e->indent++;
-      if (inner)
-        emit_pass_body (e, pass);
+      bool chunked = e->chunk;
+      for (int k = lp->n_kept; k < lp->rank; k++)
+        {
+          bool inner = k == lp->rank - 1, outer = k == lp->n_kept;
+          if (inner && chunked)
+            emit_prefetch_chunk (e, k);
+          if (par && outer && !has_arg)
+            line (e, "#pragma omp parallel for%s schedule(static)%s", inner ? " simd" : "", clauses);
+          else if (inner && !has_arg)
+            line (e, "#pragma omp simd%s", clauses);
+          if (inner && chunked)
+            line (e, "for (int64_t c%d = cb; c%d < ce; c%d++)", k, k, k);
+          else
+            line (e, "for (int64_t c%d = 0; c%d < %" G_GINT64_FORMAT "; c%d++)", k, k, lp->dims[k], k);
+          line (e, "{");
+          e->indent++;
+          if (inner)
+            emit_pass_body (e, pass);
+        }
+      for (int k = lp->n_kept; k < lp->rank + chunked; k++)
+        {
+          if (chunked && k == lp->rank)
+            emit_stream_out (e, pass);   /* the chunk, while it is in L1 */
+          e->indent--;
+          line (e, "}");
+        }
     }
-  for (int k = lp->n_kept; k < lp->rank + chunked; k++)
-    {
-      e->indent--;
-      line (e, "}");
-    }
+  if (!e->chunk)
+    emit_stream_out (e, pass);
+  e->chunk = false;
   for (guint r = 0; r < lp->reductions->len; r++)
     if (red (lp, (int) r)->pass == pass)
       {
@@ -668,7 +828,6 @@ emit_row (Emit *e, bool par)
       if (pass < lp->n_passes)
         {
           emit_pass (e, pass, par);
-          emit_stream_out (e, pass);
         }
     }
   for (guint s = 0; s < lp->stores->len; s++)
@@ -711,7 +870,7 @@ emit_rows (Emit *e)
       return;
     }
   e->stream = !e->p->in_place;
-  e->prefetch = wants_prefetch (lp);
+  e->prefetch_pass = prefetch_pass (lp);
   int n_rows_alloc = lp->n_scratch;   /* scratch rows, then staging rows */
   for (guint s = 0; s < lp->stores->len; s++)
     n_rows_alloc += streamed (e, &g_array_index (lp->stores, PlStore, s));
@@ -734,13 +893,14 @@ emit_rows (Emit *e)
     line (e, "free (scratch);");
   e->indent--;
   line (e, "}");
-  e->stream = e->prefetch = false;
+  e->stream = false;
+  e->prefetch_pass = -1;
 }
 
 static void
 emit_loop_function (GString *o, const PlKernelPlan *p)
 {
-  Emit e = { o, p, p->loop, 0 };
+  Emit e = { o, p, p->loop, 0, .prefetch_pass = -1 };
   g_string_append_printf (o, "/* %s: %s */\n", p->name, p->ops);
   line (&e, "void %s (void *const *args)", p->name);
   line (&e, "{");
@@ -910,7 +1070,7 @@ static void
 emit_im2col (GString *o, const PlKernelPlan *p)
 {
   const PlConvDesc *c = &p->conv;
-  Emit e = { o, p, NULL, 0 };
+  Emit e = { o, p, NULL, 0, .prefetch_pass = -1 };
   Im2col m = { c, pl_plan_ctype (c->dtype), c->c_in / c->group, 1 };
   int64_t xdims[PL_MAX_RANK] = { c->batch, c->c_in };
   for (int i = 0; i < c->n; i++)
@@ -950,7 +1110,7 @@ static void
 emit_transpose_function (GString *o, const PlKernelPlan *p, int j)
 {
   const PlLoopPlan *lp = p->loop;
-  Emit e = { o, p, lp, 0 };
+  Emit e = { o, p, lp, 0, .prefetch_pass = -1 };
   int inner = lp->rank - 1;
   int64_t outer = lp->total / (lp->dims[j] * lp->dims[inner]);
   g_string_append_printf (o, "/* %s: %s, in %dx%d tiles */\n", p->name, p->ops, TILE, TILE);

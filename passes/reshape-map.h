@@ -46,7 +46,9 @@ strip_leading_ones (int rank, const int64_t *dims, int64_t *out)
   int k = 0;
   while (k < rank && dims[k] == 1)
     k++;
-  memcpy (out, dims + k, sizeof (int64_t) * (rank - k));
+  /* a loop, not memcpy: GCC -O3 (release builds) cannot see rank <= PL_MAX_RANK and warns */
+  for (int i = k; i < rank; i++)
+    out[i - k] = dims[i];
   return rank - k;
 }
 

@@ -1077,8 +1077,59 @@ test_streaming_stores (void)
   g_autoptr (PlRunReport) r = check_graph (g, 21, 1e-5, 1e-6);
   g_assert_cmpint (r->n_kernels, ==, 1);
   PlExecutable *e = compile (g);
-  g_assert_nonnull (strstr (pl_executable_source (e, f->id), "pl_stream (out0 + (1024 * c0 + 0), st0"));
+  /* the last pass prefetches in chunks, and each chunk leaves as soon as it is computed */
+  g_assert_nonnull (strstr (pl_executable_source (e, f->id),
+                            "pl_stream (out0 + (1024 * c0 + 0) + cb, st0, sizeof *st0 * (size_t) (ce - cb));"));
   pl_executable_free (e);
+
+  /* rows of whole cache lines stream too, however short: 1 KiB rows, the whole row at once */
+  g_autoptr (PlGraph) g2 = pl_test_parse (
+    "graph short_rows opset 17 {\n  input x: f32[65536, 256]\n"
+    "  m = ReduceMax(x) {axes=[-1], keepdims=1}\n  d = Sub(x, m)\n  e = Exp(d)\n"
+    "  s = ReduceSum(e) {axes=[-1], keepdims=1}\n  y = Div(e, s)\n  output y\n}\n");
+  f = fuse_whole (g2);
+  g_autoptr (PlRunReport) r2 = check_graph (g2, 23, 1e-5, 1e-6);
+  g_assert_cmpint (r2->n_kernels, ==, 1);
+  e = compile (g2);
+  g_assert_nonnull (strstr (pl_executable_source (e, f->id), "pl_stream (out0 + (256 * c0 + 0), st0, sizeof *st0 * 256);"));
+  pl_executable_free (e);
+}
+
+/* Split reductions: a pass's float sums, maxima and minima over a row run as
+ * four slices side by side with their own accumulators, then combined; the
+ * slices are whole vectors, not 2 KiB apart, and the elements after the
+ * fourth slice get their own loop. Rows of 1500 (slices of 368, 28 left),
+ * 4096 (1008 rather than 1024, 64 left) and 300 (64, 44 left), f32 and f64. */
+static void
+test_split_reductions (void)
+{
+  static const struct { int64_t len; const char *dtype; int64_t slice; } cases[] = {
+    { 1500, "f32", 368 }, { 4096, "f32", 1008 }, { 300, "f64", 64 }, { 4096, "f64", 1008 },
+  };
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      g_autofree char *text = g_strdup_printf (
+        "graph split opset 17 {\n  input x: %s[33, %" G_GINT64_FORMAT "]\n"
+        "  s = ReduceSum(x) {axes=[-1], keepdims=1}\n  mx = ReduceMax(x) {axes=[-1], keepdims=1}\n"
+        "  mn = ReduceMin(x) {axes=[-1], keepdims=1}\n  r = Sub(mx, mn)\n  d = Sub(x, mn)\n"
+        "  n = Div(d, r)\n  y = Mul(n, s)\n  output y\n}\n", cases[c].dtype, cases[c].len);
+      g_autoptr (PlGraph) g = pl_test_parse (text);
+      PlNode *f = fuse_whole (g);
+      g_autoptr (PlRunReport) r = check_graph (g, 24 + c, 1e-4, 1e-4);   /* sums of ~1500 in another order */
+      g_assert_cmpint (r->n_kernels, ==, 1);
+      PlExecutable *e = compile (g);
+      const char *src = pl_executable_source (e, f->id);
+      g_autofree char *loop = g_strdup_printf ("for (int64_t cq = 0; cq < %" G_GINT64_FORMAT "; cq++)", cases[c].slice);
+      g_autofree char *last = g_strdup_printf ("const int64_t c1 = cq + %" G_GINT64_FORMAT ";", 3 * cases[c].slice);
+      g_autofree char *rest = g_strdup_printf ("for (int64_t c1 = %" G_GINT64_FORMAT "; c1 < %" G_GINT64_FORMAT "; c1++)",
+                                               4 * cases[c].slice, cases[c].len);
+      g_assert_nonnull (strstr (src, loop));
+      g_assert_nonnull (strstr (src, last));
+      g_assert_nonnull (strstr (src, rest));
+      g_assert_nonnull (strstr (src, "reduction(max:acc1,acc1_1,acc1_2,acc1_3)"));
+      g_assert_nonnull (strstr (src, "acc1_2 = acc1_3 > acc1_2 ? acc1_3 : acc1_2;"));
+      pl_executable_free (e);
+    }
 }
 
 /* Long rows: the second pass runs in chunks that prefetch the next row's
@@ -1144,6 +1195,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/vector-math", test_vector_math);
   g_test_add_func ("/Passlab/KernelsCpu/streaming-stores", test_streaming_stores);
   g_test_add_func ("/Passlab/KernelsCpu/prefetch-next-row", test_prefetch_next_row);
+  g_test_add_func ("/Passlab/KernelsCpu/split-reductions", test_split_reductions);
   g_test_add_data_func ("/Passlab/KernelsCpu/swap-budget/transformer_train", "transformer_train.graph", test_swap_budget);
   g_test_add_data_func ("/Passlab/KernelsCpu/swap-budget/resnet_train", "resnet_train.graph", test_swap_budget);
   int status = g_test_run ();
