@@ -39,6 +39,7 @@
 #include "backend.h"
 #include "conv-direct.h"
 #include "conv-transpose.h"
+#include "cpu-machine.h"
 #include "kernel-plan-private.h"
 
 #include <stdarg.h>
@@ -640,22 +641,47 @@ emit_prefetch_chunk (Emit *e, int k)
  * from L2. So a pass whose reductions are float sums, products, maxima or
  * minima over one reduced dim runs as SPLIT_WAYS slices of the row side by
  * side in one loop, each slice with its own partial accumulators, combined
- * after the loop (the two reductions of layer norm over a row of 4096 in
+ * after the loop; with several reduced dims, the innermost one splits
+ * inside loops over the others (the two reductions of layer norm over a row of 4096 in
  * L2: 710 -> 460 ns; the kernel on [8192, 4096], interleaved A/B in one
  * process: 20.1 -> 17.8 ms). A slice is a multiple of 16 elements (whole vectors)
  * and slices do not start a multiple of 2 KiB apart: a load 4 KiB from a
- * pending store falsely waits for it. The elements after the last slice
+ * pending store falsely waits for it. Only when what the pass touches of a
+ * row fits in L1: from L2, the four slices' streams were slower than one
+ * (group norm, rows of 6272 and a scratch row: 3.8 -> 4.2 ms split). The elements after the last slice
  * get a loop of their own. Not in the chunked (prefetching) pass, whose
  * chunks would each end in a combine. */
 #define SPLIT_WAYS    4
 #define SPLIT_MIN_ROW 256
+
+/* The bytes of a row the pass reads or writes: its loads, its scratch rows, its staged stores. */
+static int64_t
+pass_row_bytes (const Emit *e, int pass)
+{
+  const PlLoopPlan *lp = e->lp;
+  int64_t per_elem = 0;
+  for (guint i = 0; i < lp->instrs->len; i++)
+    {
+      const PlInstr *x = at (lp, (int) i);
+      if ((x->passes & (1u << pass)) && x->level == PL_LEVEL_ELEM && (x->op == PL_SOP_LOAD || x->scratch >= 0))
+        per_elem += (int64_t) pl_dtype_size (x->dtype);
+    }
+  for (guint s = 0; s < lp->stores->len; s++)
+    {
+      const PlStore *st = &g_array_index (lp->stores, PlStore, s);
+      if (st->pass == pass && st->level == PL_LEVEL_ELEM)
+        per_elem += (int64_t) pl_dtype_size (store_dtype (e, st));
+    }
+  return per_elem * lp->row_len;
+}
 
 /* The slice length when the pass splits, else 0. */
 static int64_t
 split_slice (const Emit *e, int pass, bool par)
 {
   const PlLoopPlan *lp = e->lp;
-  if (par || e->chunk || lp->rank - lp->n_kept != 1 || lp->row_len < SPLIT_MIN_ROW)
+  if (par || e->chunk || lp->rank == lp->n_kept || lp->dims[lp->rank - 1] < SPLIT_MIN_ROW ||
+      pass_row_bytes (e, pass) > pl_cpu_l1_bytes () * 3 / 4)
     return 0;
   bool any = false;
   for (guint r = 0; r < lp->reductions->len; r++)
@@ -667,7 +693,7 @@ split_slice (const Emit *e, int pass, bool par)
         return 0;
       any = true;
     }
-  int64_t q = lp->row_len / SPLIT_WAYS / 16 * 16;
+  int64_t q = lp->dims[lp->rank - 1] / SPLIT_WAYS / 16 * 16;
   if (q % 512 == 0)
     q -= 16;
   return any ? q : 0;
@@ -698,12 +724,19 @@ emit_split_combine (Emit *e, int pass)
     }
 }
 
-/* The split pass: SPLIT_WAYS slices of q elements in one loop, then the rest. */
+/* The split pass: SPLIT_WAYS slices of the innermost dim's q elements in
+ * one loop, then the rest, inside the loops over the other reduced dims. */
 static void
 emit_split_pass (Emit *e, int pass, int64_t q, const char *clauses)
 {
   const PlLoopPlan *lp = e->lp;
   int k = lp->rank - 1;
+  for (int j = lp->n_kept; j < k; j++)
+    {
+      line (e, "for (int64_t c%d = 0; c%d < %" G_GINT64_FORMAT "; c%d++)", j, j, lp->dims[j], j);
+      line (e, "{");
+      e->indent++;
+    }
   line (e, "#pragma omp simd%s", clauses);
   line (e, "for (int64_t cq = 0; cq < %" G_GINT64_FORMAT "; cq++)", q);
   line (e, "{");
@@ -732,6 +765,11 @@ emit_split_pass (Emit *e, int pass, int64_t q, const char *clauses)
       line (e, "{");
       e->indent++;
       emit_pass_body (e, pass);
+      e->indent--;
+      line (e, "}");
+    }
+  for (int j = lp->n_kept; j < k; j++)
+    {
       e->indent--;
       line (e, "}");
     }

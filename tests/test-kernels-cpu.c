@@ -1099,12 +1099,13 @@ test_streaming_stores (void)
  * four slices side by side with their own accumulators, then combined; the
  * slices are whole vectors, not 2 KiB apart, and the elements after the
  * fourth slice get their own loop. Rows of 1500 (slices of 368, 28 left),
- * 4096 (1008 rather than 1024, 64 left) and 300 (64, 44 left), f32 and f64. */
+ * 4096 (1008 rather than 1024, 64 left) and 300 (64, 44 left), f32 and f64;
+ * with two reduced dims, the inner one splits inside a loop over the outer. */
 static void
 test_split_reductions (void)
 {
   static const struct { int64_t len; const char *dtype; int64_t slice; } cases[] = {
-    { 1500, "f32", 368 }, { 4096, "f32", 1008 }, { 300, "f64", 64 }, { 4096, "f64", 1008 },
+    { 1500, "f32", 368 }, { 4096, "f32", 1008 }, { 300, "f64", 64 }, { 2048, "f64", 496 },
   };
   for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
     {
@@ -1130,6 +1131,23 @@ test_split_reductions (void)
       g_assert_nonnull (strstr (src, "acc1_2 = acc1_3 > acc1_2 ? acc1_3 : acc1_2;"));
       pl_executable_free (e);
     }
+
+  g_autoptr (PlGraph) g = pl_test_parse (
+    "graph split2 opset 17 {\n  input x: f32[9, 3, 700]\n  const w: f32[3, 1] = random(seed=2, lo=0.5, hi=1.5)\n"
+    "  m = ReduceMean(x) {axes=[1, 2], keepdims=1}\n  d = Sub(x, m)\n  d2 = Mul(d, d)\n"
+    "  v = ReduceMean(d2) {axes=[1, 2], keepdims=1}\n  n = Div(d, v)\n  y = Mul(n, w)\n  output y\n}\n");
+  PlNode *f = fuse_whole (g);
+  g_autoptr (PlRunReport) r = check_graph (g, 30, 1e-4, 1e-4);
+  g_assert_cmpint (r->n_kernels, ==, 1);
+  PlExecutable *e = compile (g);
+  const char *src = pl_executable_source (e, f->id);
+  const char *outer = strstr (src, "for (int64_t c1 = 0; c1 < 3; c1++)");   /* w's index keeps the dims apart */
+  if (!outer)
+    g_printerr ("%s\n", src);
+  g_assert_nonnull (outer);
+  g_assert_nonnull (strstr (outer, "for (int64_t cq = 0; cq < 160; cq++)"));
+  g_assert_nonnull (strstr (outer, "for (int64_t c2 = 640; c2 < 700; c2++)"));
+  pl_executable_free (e);
 }
 
 /* Long rows: the second pass runs in chunks that prefetch the next row's
