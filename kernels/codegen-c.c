@@ -349,14 +349,14 @@ emit_accumulators (Emit *e, int pass, int n_split)
       PlDType at_t = at (e->lp, x->arg)->dtype;
       const char *t = pl_plan_ctype (is_arg (x->kind) ? at_t : x->dtype);
       bool fl = pl_dtype_is_float (x->dtype);
-      const char *inf = x->dtype == PL_DTYPE_F32 ? "PL_INFF" : "PL_INF";
+      bool f32 = x->dtype == PL_DTYPE_F32;
       const char *init;
       switch (x->kind)
         {
         case PL_RED_SUM: init = "0"; break;
         case PL_RED_PROD: init = "1"; break;
-        case PL_RED_MAX: init = fl ? (x->dtype == PL_DTYPE_F32 ? "-PL_INFF" : "-PL_INF") : int_limit (x->dtype, false); break;
-        case PL_RED_MIN: init = fl ? inf : int_limit (x->dtype, true); break;
+        case PL_RED_MAX: init = fl ? (f32 ? "-PL_INFF" : "-PL_INF") : int_limit (x->dtype, false); break;
+        case PL_RED_MIN: init = fl ? (f32 ? "PL_INFF" : "PL_INF") : int_limit (x->dtype, true); break;
         default:
           line (e, "%s best%u = 0; int64_t acc%u = 0; int first%u = 1;", t, r, r, r);
           continue;
@@ -559,11 +559,12 @@ emit_pass_body (Emit *e, int pass)
  * memory idles; so a later pass, in chunks of PREFETCH_CHUNK elements,
  * prefetches the next row's lines of every input the first pass streams,
  * and the next row's first pass finds them in cache (softmax [8192, 4096]:
- * 21 -> 18 ms). The pass is the first one after pass 0 without a reduction,
- * else pass 1 (prefetch_pass): chunking a pass with reductions would end every chunk in
- * a combine of its split accumulators (layer norm [8192, 4096], prefetching
- * in the last pass rather than the second: 19.6 -> 17.8 ms, both split).
- * Row-parallel kernels with one reduced dim and long rows. */
+ * 21 -> 18 ms). The pass is the first one after pass 0 without a
+ * reduction, else pass 1 (prefetch_pass): chunking a pass with reductions
+ * would end every chunk in a combine of its split accumulators (layer norm
+ * [8192, 4096], prefetching in the last pass rather than the second: 19.6
+ * -> 17.8 ms, both split). Row-parallel kernels with one reduced dim and
+ * long rows. */
 #define PREFETCH_CHUNK   256
 #define PREFETCH_MIN_ROW 1024
 
@@ -639,18 +640,18 @@ emit_prefetch_chunk (Emit *e, int k)
  * reduction` is one chain of dependent vector operations, 4 cycles each: a
  * row of 4096 floats is 256 of them in a row, longer than reading the row
  * from L2. So a pass whose reductions are float sums, products, maxima or
- * minima over one reduced dim runs as SPLIT_WAYS slices of the row side by
- * side in one loop, each slice with its own partial accumulators, combined
- * after the loop; with several reduced dims, the innermost one splits
- * inside loops over the others (the two reductions of layer norm over a row of 4096 in
- * L2: 710 -> 460 ns; the kernel on [8192, 4096], interleaved A/B in one
- * process: 20.1 -> 17.8 ms). A slice is a multiple of 16 elements (whole vectors)
- * and slices do not start a multiple of 2 KiB apart: a load 4 KiB from a
- * pending store falsely waits for it. Only when what the pass touches of a
- * row fits in L1: from L2, the four slices' streams were slower than one
- * (group norm, rows of 6272 and a scratch row: 3.8 -> 4.2 ms split). The elements after the last slice
- * get a loop of their own. Not in the chunked (prefetching) pass, whose
- * chunks would each end in a combine. */
+ * minima runs the innermost reduced dim as SPLIT_WAYS slices side by side in
+ * one loop (inside loops over the other reduced dims), each slice with its
+ * own partial accumulators, combined after the loop; the elements after the
+ * last slice get a loop of their own. Layer norm's two reductions over a
+ * row of 4096 in L2: 710 -> 460 ns; its kernel on [8192, 4096], interleaved
+ * A/B in one process: 20.1 -> 17.8 ms. A slice is a multiple of 16 elements
+ * (whole vectors), and slices do not start a multiple of 2 KiB apart: a
+ * load 4 KiB from a pending store falsely waits for it. Only when what the
+ * pass touches of a row fits in L1: from L2, four slices' streams were
+ * slower than one (group norm, rows of 6272 and a scratch row: 3.8 -> 4.2
+ * ms when split). Not in the chunked (prefetching) pass, whose chunks would
+ * each end in a combine. */
 #define SPLIT_WAYS    4
 #define SPLIT_MIN_ROW 256
 

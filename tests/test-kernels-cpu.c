@@ -1091,7 +1091,8 @@ test_streaming_stores (void)
   g_autoptr (PlRunReport) r2 = check_graph (g2, 23, 1e-5, 1e-6);
   g_assert_cmpint (r2->n_kernels, ==, 1);
   e = compile (g2);
-  g_assert_nonnull (strstr (pl_executable_source (e, f->id), "pl_stream (out0 + (256 * c0 + 0), st0, sizeof *st0 * 256);"));
+  g_assert_nonnull (strstr (pl_executable_source (e, f->id),
+                            "pl_stream (out0 + (256 * c0 + 0), st0, sizeof *st0 * 256);"));
   pl_executable_free (e);
 }
 
@@ -1122,8 +1123,8 @@ test_split_reductions (void)
       const char *src = pl_executable_source (e, f->id);
       g_autofree char *loop = g_strdup_printf ("for (int64_t cq = 0; cq < %" G_GINT64_FORMAT "; cq++)", cases[c].slice);
       g_autofree char *last = g_strdup_printf ("const int64_t c1 = cq + %" G_GINT64_FORMAT ";", 3 * cases[c].slice);
-      g_autofree char *rest = g_strdup_printf ("for (int64_t c1 = %" G_GINT64_FORMAT "; c1 < %" G_GINT64_FORMAT "; c1++)",
-                                               4 * cases[c].slice, cases[c].len);
+      g_autofree char *rest = g_strdup_printf ("for (int64_t c1 = %" G_GINT64_FORMAT "; c1 < %" G_GINT64_FORMAT
+                                               "; c1++)", 4 * cases[c].slice, cases[c].len);
       g_assert_nonnull (strstr (src, loop));
       g_assert_nonnull (strstr (src, last));
       g_assert_nonnull (strstr (src, rest));
