@@ -1151,7 +1151,7 @@ test_split_reductions (void)
   pl_executable_free (e);
 }
 
-/* Long rows: the second pass runs in chunks that prefetch the next row's
+/* Long rows: a later pass runs in chunks that prefetch the next row's
  * lines; a row length that is no multiple of the chunk ends in a short one. */
 static void
 test_prefetch_next_row (void)
@@ -1168,6 +1168,22 @@ test_prefetch_next_row (void)
   g_assert_nonnull (strstr (src, "__builtin_prefetch (&in0[(1500 * c0 + pf)] + 1500);"));
   g_assert_nonnull (strstr (src, "const int64_t ce = cb + 256 < 1500 ? cb + 256 : 1500;"));
   g_assert_nonnull (strstr (src, "* (1.0f / v"));   /* the divide by the row's deviation */
+  pl_executable_free (e);
+
+  /* two reduced dims (w's index keeps them apart) laid out as one row: the
+   * last pass prefetches the next row's chunk of each inner row */
+  g_autoptr (PlGraph) g2 = pl_test_parse (
+    "graph pf2 opset 17 {\n  input x: f32[16, 3, 700]\n  const w: f32[3, 1] = random(seed=2, lo=0.5, hi=1.5)\n"
+    "  m = ReduceMean(x) {axes=[1, 2], keepdims=1}\n  d = Sub(x, m)\n  d2 = Mul(d, d)\n"
+    "  v = ReduceMean(d2) {axes=[1, 2], keepdims=1}\n  n = Div(d, v)\n  y = Mul(n, w)\n  output y\n}\n");
+  f = fuse_whole (g2);
+  g_autoptr (PlRunReport) r2 = check_graph (g2, 31, 1e-4, 1e-4);
+  g_assert_cmpint (r2->n_kernels, ==, 1);
+  e = compile (g2);
+  src = pl_executable_source (e, f->id);
+  const char *outer = strstr (src, "for (int64_t c1 = 0; c1 < 3; c1++)");
+  g_assert_nonnull (outer);
+  g_assert_nonnull (strstr (outer, "__builtin_prefetch (&in0[(2100 * c0 + 700 * c1 + pf)] + 2100);"));
   pl_executable_free (e);
 }
 
