@@ -1096,6 +1096,18 @@ test_streaming_stores (void)
   pl_executable_free (e);
 }
 
+/* A normalization over rows of 3 x 700 whose scale w depends on the first
+ * reduced dim, which keeps the two reduced dims apart in the kernel's loops. */
+static PlGraph *
+parse_two_reduced_dims (int rows)
+{
+  g_autofree char *text = g_strdup_printf (
+    "graph two_reduced opset 17 {\n  input x: f32[%d, 3, 700]\n  const w: f32[3, 1] = random(seed=2, lo=0.5, hi=1.5)\n"
+    "  m = ReduceMean(x) {axes=[1, 2], keepdims=1}\n  d = Sub(x, m)\n  d2 = Mul(d, d)\n"
+    "  v = ReduceMean(d2) {axes=[1, 2], keepdims=1}\n  n = Div(d, v)\n  y = Mul(n, w)\n  output y\n}\n", rows);
+  return pl_test_parse (text);
+}
+
 /* Split reductions: a pass's float sums, maxima and minima over a row run as
  * four slices side by side with their own accumulators, then combined; the
  * slices are whole vectors, not 2 KiB apart, and the elements after the
@@ -1133,10 +1145,7 @@ test_split_reductions (void)
       pl_executable_free (e);
     }
 
-  g_autoptr (PlGraph) g = pl_test_parse (
-    "graph split2 opset 17 {\n  input x: f32[9, 3, 700]\n  const w: f32[3, 1] = random(seed=2, lo=0.5, hi=1.5)\n"
-    "  m = ReduceMean(x) {axes=[1, 2], keepdims=1}\n  d = Sub(x, m)\n  d2 = Mul(d, d)\n"
-    "  v = ReduceMean(d2) {axes=[1, 2], keepdims=1}\n  n = Div(d, v)\n  y = Mul(n, w)\n  output y\n}\n");
+  g_autoptr (PlGraph) g = parse_two_reduced_dims (9);
   PlNode *f = fuse_whole (g);
   g_autoptr (PlRunReport) r = check_graph (g, 30, 1e-4, 1e-4);
   g_assert_cmpint (r->n_kernels, ==, 1);
@@ -1172,10 +1181,7 @@ test_prefetch_next_row (void)
 
   /* two reduced dims (w's index keeps them apart) laid out as one row: the
    * last pass prefetches the next row's chunk of each inner row */
-  g_autoptr (PlGraph) g2 = pl_test_parse (
-    "graph pf2 opset 17 {\n  input x: f32[16, 3, 700]\n  const w: f32[3, 1] = random(seed=2, lo=0.5, hi=1.5)\n"
-    "  m = ReduceMean(x) {axes=[1, 2], keepdims=1}\n  d = Sub(x, m)\n  d2 = Mul(d, d)\n"
-    "  v = ReduceMean(d2) {axes=[1, 2], keepdims=1}\n  n = Div(d, v)\n  y = Mul(n, w)\n  output y\n}\n");
+  g_autoptr (PlGraph) g2 = parse_two_reduced_dims (16);
   f = fuse_whole (g2);
   g_autoptr (PlRunReport) r2 = check_graph (g2, 31, 1e-4, 1e-4);
   g_assert_cmpint (r2->n_kernels, ==, 1);
