@@ -14,7 +14,6 @@
 #include "fusion.h"
 #include "kernel-plan.h"
 #include "pass-manager.h"
-#include "random-graph.h"
 #include "runtime.h"
 #include "schedule.h"
 #include "text-format.h"
@@ -111,11 +110,7 @@ test_random (void)
 {
   for (guint32 seed = 1; seed <= 8; seed++)
     {
-      PlRandomGraphOptions o;
-      pl_random_graph_options_init (&o);
-      o.seed = seed;
-      o.n_nodes = 16;
-      g_autoptr (PlGraph) g = pl_random_graph (&o);
+      g_autoptr (PlGraph) g = pl_test_random_graph (seed, 16);
       g_autoptr (PlRunReport) r = check_graph (g, seed, 1e-3, 1e-4);
       g_autoptr (PlGraph) f = pl_test_passes (g, PIPELINE);
       g_autoptr (PlRunReport) rf = check_graph (f, seed, 1e-3, 1e-4);

@@ -12,7 +12,6 @@
 #include "fusion.h"
 #include "kernel-plan.h"
 #include "pass-manager.h"
-#include "random-graph.h"
 #include "runtime.h"
 #include "text-format.h"
 #include "test-util.h"
@@ -105,11 +104,7 @@ test_random (void)
     return;
   for (guint32 seed = 1; seed <= 6; seed++)
     {
-      PlRandomGraphOptions o;
-      pl_random_graph_options_init (&o);
-      o.seed = seed;
-      o.n_nodes = 16;
-      g_autoptr (PlGraph) g = pl_random_graph (&o);
+      g_autoptr (PlGraph) g = pl_test_random_graph (seed, 16);
       const char *pipelines[] = { NULL, "simplify,decompose,reshape-sink,fuse-library,fuse-loops",
                                   "simplify,decompose,reshape-sink,fuse-library,stitch" };
       for (size_t i = 0; i < G_N_ELEMENTS (pipelines); i++)

@@ -2,6 +2,7 @@
 #define G_LOG_DOMAIN "passlab-test"
 #include "test-util.h"
 
+#include "random-graph.h"
 #include "text-format.h"
 
 #include <math.h>
@@ -247,4 +248,14 @@ pl_test_run_checked (const PlGraph *g, const char *spec, const char *const *para
       g_assert_no_error (error);
     }
   return h;
+}
+
+PlGraph *
+pl_test_random_graph (guint32 seed, int n_nodes)
+{
+  PlRandomGraphOptions o;
+  pl_random_graph_options_init (&o);
+  o.seed = seed;
+  o.n_nodes = n_nodes;
+  return pl_random_graph (&o);
 }

@@ -47,3 +47,5 @@ PlGraph   *pl_test_parse         (const char *text);
 PlGraph   *pl_test_load_sample   (const char *name);
 /* A copy of g after the pipeline spec (asserts it runs). */
 PlGraph   *pl_test_passes        (const PlGraph *g, const char *spec);
+/* The fuzzer's random graph of this seed with n_nodes op nodes, its other options the defaults. */
+PlGraph   *pl_test_random_graph  (guint32 seed, int n_nodes);
