@@ -17,6 +17,7 @@
 #include "interp.h"
 #include "pass.h"
 #include "schedule.h"
+#include "stats.h"
 #include "text-format.h"
 
 typedef struct {
@@ -99,13 +100,6 @@ worst_error (PlTensor **got, PlTensor **want, int n)
       w = MAX (w, diff / MAX (scale, 1e-30));
     }
   return w;
-}
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return (x > y) - (x < y);
 }
 
 /* Applies the variant's passes, compiles it and runs it once (its first
@@ -235,7 +229,7 @@ print_paired (const Result *res, int n, int ref)
               wins += ta < tb;
             }
         }
-      qsort (ratio, rounds, sizeof *ratio, cmp_double);
+      qsort (ratio, rounds, sizeof *ratio, pl_compare_doubles);
       double med = rounds % 2 ? ratio[rounds / 2] : 0.5 * (ratio[rounds / 2 - 1] + ratio[rounds / 2]);
       printf ("  vs %-8s %s faster in %d of %u rounds, ratio median %.3f (%.3f .. %.3f), sign test p = %.2g%s\n",
               b->name, a->name, wins, rounds, med, ratio[0], ratio[rounds - 1], sign_test (wins, decided),
@@ -274,8 +268,7 @@ finish_variant (Result *r)
     return;
   guint k = r->round_ms->len;
   g_autofree double *m = g_memdup2 (r->round_ms->data, k * sizeof (double));
-  qsort (m, k, sizeof *m, cmp_double);
-  r->ms = k % 2 ? m[k / 2] : 0.5 * (m[k / 2 - 1] + m[k / 2]);
+  r->ms = pl_median_sort (m, (int) k);
 }
 
 static char *

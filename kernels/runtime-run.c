@@ -25,6 +25,7 @@
 
 #include "interp.h"
 #include "schedule.h"
+#include "stats.h"
 
 #include <math.h>
 #include <string.h>
@@ -36,20 +37,6 @@ now_ms (void)
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
-}
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return (x > y) - (x < y);
-}
-
-static double
-median (double *v, int n)
-{
-  qsort (v, (size_t) n, sizeof (double), cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static bool
@@ -432,16 +419,16 @@ make_report (PlExecutable *e, int runs, const double *dur, const double *start, 
       k->n_launches = en->n_steps;
       k->bytes = en->bytes;
       k->flops = en->flops;
-      k->median_ms = median (per, timed);
+      k->median_ms = pl_median_sort (per, timed);
       k->min_ms = per[0];
       k->gbps = k->median_ms > 0 ? (double) k->bytes / (k->median_ms * 1e6) : 0;
     }
   g_autofree double *tot = g_memdup2 (total + 1, sizeof (double) * MAX (timed, 1));
-  r->total_ms = median (tot, timed);
+  r->total_ms = pl_median_sort (tot, timed);
   g_autofree double *cp = g_memdup2 (copy + 1, sizeof (double) * MAX (timed, 1));
-  r->copy_ms = median (cp, timed);
+  r->copy_ms = pl_median_sort (cp, timed);
   g_autofree double *wt = g_memdup2 (wait + 1, sizeof (double) * MAX (timed, 1));
-  r->wait_ms = median (wt, timed);
+  r->wait_ms = pl_median_sort (wt, timed);
   for (int s = 0; s < n_steps; s++)
     if (pl_runtime_step (e, s)->copy)
       {
@@ -804,7 +791,7 @@ pl_runtime_run_reference (PlExecutable *e, PlTensor *const *inputs, int repeat, 
           kt->n_ops = 1;
           kt->kind = g_strdup (node->body ? pl_node_attr_string (node, "kind", "fusion") : "op");
           kt->n_launches = 1;
-          kt->median_ms = median (per, repeat);
+          kt->median_ms = pl_median_sort (per, repeat);
           kt->min_ms = per[0];
           for (int i = 0; i < node->n_inputs; i++)
             if (node->inputs[i])
@@ -815,7 +802,7 @@ pl_runtime_run_reference (PlExecutable *e, PlTensor *const *inputs, int repeat, 
           kt->gbps = kt->median_ms > 0 ? (double) kt->bytes / (kt->median_ms * 1e6) : 0;
         }
       g_autofree double *tot = g_memdup2 (total + 1, sizeof (double) * repeat);
-      r->total_ms = median (tot, repeat);
+      r->total_ms = pl_median_sort (tot, repeat);
       r->events = g_new0 (PlTraceEvent, MAX (n, 1));
       for (int k = 0; k < n && k < (int) t.start->len; k++)
         r->events[r->n_events++] = (PlTraceEvent) { k, g_strdup (order[k]->name), g_array_index (t.start, double, k),

@@ -36,6 +36,7 @@
 #include "backend.h"
 #include "conv-direct.h"
 #include "kernel-plan.h"
+#include "stats.h"
 
 #define PRUNE_FACTOR 2.0
 #define PRUNE_MIN_TILES 8
@@ -327,13 +328,6 @@ now_ms (void)
   return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec * 1e-6;
 }
 
-static int
-cmp_double (gconstpointer a, gconstpointer b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return (x > y) - (x < y);
-}
-
 /* One trial: a warm-up run and `repeat` timed runs; the fastest. A warm-up
  * over GIVE_UP_FACTOR times best (> 0) counts as the trial's time. */
 static double
@@ -352,7 +346,7 @@ time_tile (DirectFn fn, const Bench *b, const int64_t tile[3], int repeat, doubl
       fn (b->x, b->wp, b->y, tile[0], tile[1], tile[2]);
       times[r] = now_ms () - t0;
     }
-  qsort (times, repeat, sizeof (double), cmp_double);
+  qsort (times, repeat, sizeof (double), pl_compare_doubles);
   return times[0];
 }
 
@@ -412,14 +406,6 @@ search_step (Search *s, guint i, DirectFn fn, const Bench *b, int repeat, const 
   return true;
 }
 
-/* The median of n doubles (sorts them). */
-static double
-median (double *v, int n)
-{
-  qsort (v, n, sizeof (double), cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Times the two searches' best tiles side by side (see tune.h): per round
  * both tiles, in alternating order, each its fastest of `repeat` runs; the
  * medians over the rounds. One tile (the searches agree) is timed alone. */
@@ -445,8 +431,8 @@ head_to_head (PlTuneResult *r, DirectFn fn, const Bench *b, int repeat, int roun
           tf[k] = time_tile (fn, b, full_tile, repeat, 0);
         }
     }
-  r->head_full_ms = median (tf, rounds);
-  r->head_pruned_ms = median (tp, rounds);
+  r->head_full_ms = pl_median_sort (tf, rounds);
+  r->head_pruned_ms = pl_median_sort (tp, rounds);
   r->rounds = rounds;
 }
 

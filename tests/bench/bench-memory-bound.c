@@ -22,6 +22,7 @@
 #include "pass-manager.h"
 #include "runtime.h"
 #include "schedule.h"
+#include "stats.h"
 #include "text-format.h"
 
 #include <math.h>
@@ -189,21 +190,6 @@ typedef struct {
   double        err;         /* against the first variant */
 } Variant;
 
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
-/* Sorts v and returns its median. */
-static double
-median_of (double *v, int n)
-{
-  qsort (v, (size_t) n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static double
 rel_error (PlTensor *a, PlTensor *b)
 {
@@ -351,10 +337,10 @@ main (int argc, char **argv)
               }
             pl_interp_free_outputs (out, (int) vs[v].graph->outputs->len);
           }
-      double base_ms = nv ? median_of (vs[0].ms, repeat) : 0;
+      double base_ms = nv ? pl_median_sort (vs[0].ms, repeat) : 0;
       for (int v = 0; v < nv; v++)
         {
-          double med = median_of (vs[v].ms, repeat), min_ms = vs[v].ms[0];   /* sorted by median_of */
+          double med = pl_median_sort (vs[v].ms, repeat), min_ms = vs[v].ms[0];   /* sorted by pl_median_sort */
           double gbps = (double) bytes / (med * 1e6);
           printf ("%-30s %-7s %8d %9d %11.3f %11.3f %9.2f %7.1f%% %8.2fx %10.2g\n", w[k].name, vs[v].name,
                   vs[v].n_kernels, vs[v].launches, med, min_ms, gbps, 100 * gbps / bw, base_ms / med, vs[v].err);
