@@ -13,8 +13,14 @@ G_BEGIN_DECLS
 #define KEY_COPY "ceiling memcpy 256MiB"
 #define KEY_GEMM "ceiling sgemm 1024^3"
 
+/* Rounds of the calibration graph a measurement takes the least median of
+ * (calibrate-measure.c). The cache keeps each entry's count; an entry of
+ * fewer rounds (a cache from before rounds) is measured again. */
+#define PL_CAL_ROUNDS 3
+
 typedef struct {
   double       ms;
+  int          rounds;       /* measured: the rounds it was measured in (cache lines without a count: 1) */
   PlCostSource source;
   bool         in_context;   /* measured inside a whole planned graph: this process only, never cached */
 } Entry;
@@ -34,6 +40,9 @@ struct _PlCalibration {
   double      copy_ms, gemm_ms;   /* the ceilings: 256 MiB memcpy, 1024^3 sgemm */
   int64_t     llc_bytes;
   int         n_measured;
+  GArray     *spreads;     /* double, per entry measured: its rounds' largest median over the least */
+  int         n_stolen_rounds; /* calibration rounds run again: the hypervisor took time in them */
+  bool        remeasure;   /* prepare measures what the cache has too (pl_calibration_set_remeasure) */
   char       *last_error;
   int         tune_trials; /* > 0: direct convs get a tile from the pruned tile search (cpu) */
   int         n_in_context; /* entries replaced by pl_calibration_measure_graph */
@@ -52,6 +61,15 @@ char *pl_cal_conv_key (const PlConvDesc *c, PlLayout layout, PlConvImpl impl);
 char *pl_cal_tile_key (const char *key, const PlConvDesc *c, PlLayout layout, const int64_t tile[3]);
 bool pl_cal_value_dims4 (const PlValue *v, int64_t *d);
 char *pl_cal_transform_key_dims (const int64_t *d, PlDType dtype, PlLayout from, PlLayout to);
+
+/* The measured tiles of a direct conv (c in layout) on the cpu: its entries
+ * "<key> tile XxYxZ src H" whose H is the kernel the generator writes now.
+ * key points into cal->entries. */
+typedef struct {
+  const char *key;
+  int64_t     tile[3];
+} PlCalTile;
+GArray *pl_cal_direct_tiles (const PlCalibration *cal, const char *key, const PlConvDesc *c, PlLayout layout);
 
 /* calibrate-measure.c */
 double pl_cal_bandwidth (PlCalibration *cal);

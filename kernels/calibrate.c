@@ -231,7 +231,8 @@ cache_dir (void)
 
 /* --- the cache file ------------------------------------------------------------------ */
 
-/* Every line of the file: "machine\tbackend\tkey" -> ms text. */
+/* Every line of the file: "machine\tbackend\tkey" -> "ms" (a line from
+ * before measurements came in rounds) or "ms\trounds". */
 static GHashTable *
 read_cache_lines (const char *path)
 {
@@ -243,13 +244,18 @@ read_cache_lines (const char *path)
   for (int i = 0; lines[i]; i++)
     {
       g_auto (GStrv) f = g_strsplit (lines[i], "\t", -1);
-      if (g_strv_length (f) != 4 || lines[i][0] == '#')
+      guint n = g_strv_length (f);
+      if ((n != 4 && n != 5) || lines[i][0] == '#')
         continue;   /* a damaged or foreign line: ignored, rewritten without it */
       char *end = NULL;
       double ms = g_ascii_strtod (f[3], &end);
       if (end == f[3] || *end || !(ms >= 0) || isinf (ms))
         continue;
-      g_hash_table_insert (all, g_strdup_printf ("%s\t%s\t%s", f[0], f[1], f[2]), g_strdup (f[3]));
+      guint64 rounds = 1;
+      if (n == 5 && (!g_ascii_string_to_unsigned (f[4], 10, 1, 100, &rounds, NULL)))
+        continue;
+      g_hash_table_insert (all, g_strdup_printf ("%s\t%s\t%s", f[0], f[1], f[2]),
+                           n == 5 ? g_strdup_printf ("%s\t%s", f[3], f[4]) : g_strdup (f[3]));
     }
   return all;
 }
@@ -266,7 +272,9 @@ load_cache (PlCalibration *cal)
     if (g_str_has_prefix (k, prefix))
       {
         Entry *e = g_new0 (Entry, 1);
-        e->ms = g_ascii_strtod (v, NULL);
+        char *end = NULL;
+        e->ms = g_ascii_strtod (v, &end);
+        e->rounds = *end == '\t' ? atoi (end + 1) : 1;
         e->source = PL_COST_MEASURED;
         g_hash_table_insert (cal->entries, g_strdup ((char *) k + strlen (prefix)), e);
       }
@@ -300,7 +308,8 @@ pl_cal_save_cache (PlCalibration *cal, GError **error)
       char buf[G_ASCII_DTOSTR_BUF_SIZE];
       g_hash_table_insert (all, g_strdup_printf ("%s\t%s\t%s", cal->machine, pl_backend_name (cal->backend),
                                                  (char *) k),
-                           g_strdup (g_ascii_formatd (buf, sizeof buf, "%.6g", e->ms)));
+                           g_strdup_printf ("%s\t%d", g_ascii_formatd (buf, sizeof buf, "%.6g", e->ms),
+                                            MAX (e->rounds, 1)));
     }
   g_autoptr (GPtrArray) lines = g_ptr_array_new_with_free_func (g_free);
   g_hash_table_iter_init (&it, all);
@@ -328,6 +337,7 @@ pl_cal_set_measured (PlCalibration *cal, const char *key, double ms)
   Entry *e = g_new0 (Entry, 1);
   e->ms = g_ascii_strtod (g_ascii_formatd (buf, sizeof buf, "%.6g", ms), NULL);
   e->source = PL_COST_MEASURED;
+  e->rounds = PL_CAL_ROUNDS;
   g_hash_table_replace (cal->entries, g_strdup (key), e);
   g_hash_table_remove (cal->unsupported, key);
 }
@@ -365,6 +375,7 @@ pl_calibration_new (PlBackend backend, bool measure, GError **error)
   cal->path = g_build_filename (cal->dir, "calibration.txt", NULL);
   cal->entries = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   cal->unsupported = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  cal->spreads = g_array_new (FALSE, FALSE, sizeof (double));
   cal->layouts = (1u << PL_LAYOUT_COUNT) - 1;
   cal->impls = (1u << PL_CONV_IMPL_GEMM) | (1u << PL_CONV_IMPL_DIRECT);
   cal->llc_bytes = pl_cpu_last_level_cache_bytes ();
@@ -382,6 +393,7 @@ pl_calibration_free (PlCalibration *cal)
   g_free (cal->path);
   g_hash_table_unref (cal->entries);
   g_hash_table_unref (cal->unsupported);
+  g_array_unref (cal->spreads);
   g_free (cal->last_error);
   g_free (cal);
 }
@@ -423,6 +435,7 @@ pl_calibration_set (PlCalibration *cal, const char *key, double ms, PlCostSource
   Entry *e = g_new0 (Entry, 1);
   e->ms = ms;
   e->source = source;
+  e->rounds = source == PL_COST_MEASURED ? PL_CAL_ROUNDS : 0;
   g_hash_table_replace (cal->entries, g_strdup (key), e);
   g_hash_table_remove (cal->unsupported, key);
 }
@@ -513,6 +526,27 @@ pl_cal_direct_supported (const PlConvDesc *c, PlLayout layout)
   return pl_conv_direct_supported (&d, &why);
 }
 
+GArray *
+pl_cal_direct_tiles (const PlCalibration *cal, const char *key, const PlConvDesc *c, PlLayout layout)
+{
+  GArray *tiles = g_array_new (FALSE, FALSE, sizeof (PlCalTile));
+  g_autofree char *prefix = g_strdup_printf ("%s tile ", key);
+  const guint32 now = direct_source_hash (c, layout);
+  GHashTableIter it;
+  gpointer k;
+  g_hash_table_iter_init (&it, cal->entries);
+  while (g_hash_table_iter_next (&it, &k, NULL))
+    {
+      PlCalTile t = { .key = k };
+      unsigned int src;
+      if (g_str_has_prefix (k, prefix) &&
+          sscanf ((char *) k + strlen (prefix), "%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT " src %x",
+                  &t.tile[0], &t.tile[1], &t.tile[2], &src) == 4 && src == now)
+        g_array_append_val (tiles, t);
+    }
+  return tiles;
+}
+
 /* A direct conv's entries (c in layout). On the cpu each measured one
  * names its tile and kernel, "<key> tile XxYxZ src H": the pebble rule's,
  * a tuned one (tuned_target), or one an earlier rule chose — every one a
@@ -530,22 +564,15 @@ best_direct (const PlCalibration *cal, const char *key, const PlConvDesc *c, PlL
   tile[0] = tile[1] = tile[2] = 0;
   if (cal->backend != PL_BACKEND_CPU)
     return best;
-  g_autofree char *prefix = g_strdup_printf ("%s tile ", key);
-  const guint32 now = direct_source_hash (c, layout);
-  GHashTableIter it;
-  gpointer k, v;
-  g_hash_table_iter_init (&it, cal->entries);
-  while (g_hash_table_iter_next (&it, &k, &v))
+  g_autoptr (GArray) tiles = pl_cal_direct_tiles (cal, key, c, layout);
+  for (guint i = 0; i < tiles->len; i++)
     {
-      int64_t t[3];
-      unsigned int src;
-      const Entry *e = lookup (cal, k);
-      if (e && g_str_has_prefix (k, prefix) && (!best || e->ms < best->ms) &&
-          sscanf ((char *) k + strlen (prefix), "%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT " src %x",
-                  &t[0], &t[1], &t[2], &src) == 4 && src == now)
+      const PlCalTile *t = &g_array_index (tiles, PlCalTile, i);
+      const Entry *e = lookup (cal, t->key);
+      if (e && (!best || e->ms < best->ms))
         {
           best = e;
-          memcpy (tile, t, sizeof t);
+          memcpy (tile, t->tile, sizeof t->tile);
         }
     }
   return best;

@@ -96,8 +96,18 @@ void           pl_calibration_set_tuning (PlCalibration *cal, int trials);
 int            pl_calibration_measure_graph (PlCalibration *cal, const PlGraph *g, GError **error);
 /* Entries replaced by pl_calibration_measure_graph so far. */
 int            pl_calibration_n_in_context (const PlCalibration *cal);
-/* Entries measured (not from the cache) by this calibration. */
+/* Entries measured (not from the cache) by this calibration. A measurement
+ * is the least of three rounds' medians (calibrate-measure.c): how far the
+ * rounds lay apart, as the largest round's over the least, the median and
+ * the largest of that over the entries measured (false: none); and the
+ * rounds run again because the hypervisor took time from our CPUs. */
 int            pl_calibration_n_measured (const PlCalibration *cal);
+bool           pl_calibration_round_spread (const PlCalibration *cal, double *median, double *max);
+int            pl_calibration_n_stolen_rounds (const PlCalibration *cal);
+/* remeasure: prepare measures every entry the graph needs, cached or not
+ * (direct convs: every tile the cache has for the current kernel), and the
+ * new measurements replace the cache's. Table entries still win. */
+void           pl_calibration_set_remeasure (PlCalibration *cal, bool remeasure);
 /* The last measurement error (a batch that failed and was retried branch by branch), or NULL. */
 const char    *pl_calibration_last_error (const PlCalibration *cal);
 /* Why a measured entry is unsupported (it ran as a fallback, or failed), or NULL. */

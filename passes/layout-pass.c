@@ -170,6 +170,7 @@ read_params (const PlPassArgs *args, Params *p, GError **error)
       return false;
     }
   p->refine = (int) refine;
+  p->recalibrate = pl_pass_args_bool (args, "recalibrate");
   return true;
 }
 
@@ -602,10 +603,21 @@ report_costs_header (PlPassReport *report, PlCalibration *cal, const Params *p)
 {
   double gbps = 0, gflops = 0;
   pl_calibration_ceilings (cal, &gbps, &gflops);
-  pl_pass_report_printf (report, "costs: %s on %s (%s); %d entries measured now; cache %s",
+  int n = pl_calibration_n_measured (cal), stolen = pl_calibration_n_stolen_rounds (cal);
+  double spread_median = 1, spread_max = 1;
+  g_autoptr (GString) now = g_string_new (NULL);
+  g_string_printf (now, "%d entries measured now", n);
+  if (pl_calibration_round_spread (cal, &spread_median, &spread_max))
+    g_string_append_printf (now, " (the least of 3 rounds' medians; the slowest round +%.0f%% on the median entry, "
+                            "+%.0f%% at most", 100 * (spread_median - 1), 100 * (spread_max - 1));
+  if (stolen > 0)
+    g_string_append_printf (now, "; %d round%s run again: the hypervisor took time", stolen, stolen == 1 ? "" : "s");
+  if (n > 0)
+    g_string_append (now, ")");
+  pl_pass_report_printf (report, "costs: %s on %s (%s); %s%s; cache %s",
                          p->measured_mode ? "measured (analytic where not measured)" : "analytic",
-                         pl_backend_name (p->backend), pl_calibration_machine (cal), pl_calibration_n_measured (cal),
-                         pl_calibration_path (cal));
+                         pl_backend_name (p->backend), pl_calibration_machine (cal), now->str,
+                         p->recalibrate ? ", cached ones again" : "", pl_calibration_path (cal));
   pl_pass_report_printf (report, "ceilings: memcpy %.1f GB/s, GEMM %.1f GFLOP/s%s%s", gbps, gflops,
                          *p->table ? "; table " : "", p->table);
   if (pl_calibration_last_error (cal))
@@ -780,7 +792,10 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
     return false;
   pl_calibration_restrict (cal, p.layouts, p.impls);
   if (p.measured_mode)
-    pl_calibration_set_tuning (cal, p.tune);
+    {
+      pl_calibration_set_tuning (cal, p.tune);
+      pl_calibration_set_remeasure (cal, p.recalibrate);
+    }
   if ((*p.table && !pl_calibration_load_table (cal, p.table, error)) || !pl_calibration_prepare (cal, g, error))
     return false;
   int runs = 0, rounds = 0;
@@ -829,6 +844,8 @@ pl_pass_layout_new (void)
     { "refine", PL_PARAM_INT, "0", "cost=measured: rounds of running each single-layout plan and the plan on the "
       "backend and taking their convs', pools' and transforms' times there (in context) over the calibration's; "
       "0: none" },
+    { "recalibrate", PL_PARAM_BOOL, "false", "cost=measured: measure again every cost the graph needs, cached or "
+      "not, and replace the cache's (after a noisy calibration, or a change to the machine)" },
     { "tune", PL_PARAM_INT, "0", "cost=measured on cpu: trials of the pebble-pruned tile search per direct conv "
       "and layout before calibrating; a tile it finds is measured beside the pebble tile and the faster one is "
       "used (cached per machine); 0: the pebble tile" },

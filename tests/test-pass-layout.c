@@ -274,6 +274,97 @@ test_measured_tiny_conv (void)
   assert_cpu_matches_reference (g, s->graph);
 }
 
+/* The cache text with key's line (this machine, cpu) given the value text
+ * `value` ("ms" or "ms\trounds"). */
+static char *
+with_cache_value (const char *text, const char *machine, const char *key, const char *value)
+{
+  g_autofree char *head = g_strdup_printf ("%s\tcpu\t%s\t", machine, key);
+  const char *at = strstr (text, head);
+  g_assert_nonnull (at);
+  const char *eol = strchr (at, '\n');
+  g_assert_nonnull (eol);
+  return g_strdup_printf ("%.*s%s%s%s", (int) (at - text), text, head, value, eol);
+}
+
+/* Measurements come in rounds and the cache says so: an entry of fewer
+ * rounds (a cache from before them) is measured again, a full one is
+ * trusted, and recalibrating (pl_calibration_set_remeasure, the pass's
+ * layout.recalibrate) measures every entry again and replaces the cache's. */
+static void
+test_recalibrate (void)
+{
+  g_autoptr (PlGraph) g = pl_test_parse (tiny_graph);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (pl_graph_infer_shapes (g, &error));
+  PlNode *c = pl_graph_find_node (g, "c");
+  g_autofree char *key = pl_calibration_conv_key (c, PL_LAYOUT_NHWC, PL_CONV_IMPL_GEMM);
+  g_autofree char *path = g_build_filename (cache_dir, "calibration.txt", NULL);
+  g_autofree char *machine = NULL;
+  {
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    g_assert_no_error (error);
+    machine = g_strdup (pl_calibration_machine (cal));
+  }
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  g_autofree char *full = g_strdup_printf ("%s\tcpu\t%s\t", machine, key);
+  const char *line = strstr (text, full);
+  g_assert_nonnull (line);
+  g_assert_true (g_str_has_prefix (strchr (line + strlen (full), '\t'), "\t3\n"));   /* ms, then 3 rounds */
+
+  /* a full entry is trusted, however slow */
+  g_autofree char *slow = with_cache_value (text, machine, key, "1000\t3");
+  g_assert_true (g_file_set_contents (path, slow, -1, &error));
+  {
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    g_assert_cmpint (pl_calibration_n_measured (cal), ==, 0);
+    g_assert_cmpfloat (pl_calibration_conv (cal, c, PL_LAYOUT_NHWC, PL_CONV_IMPL_GEMM).ms, ==, 1000);
+    double median = 0, max = 0;
+    g_assert_false (pl_calibration_round_spread (cal, &median, &max));
+  }
+  /* recalibrating measures it and the rest again */
+  {
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    pl_calibration_set_remeasure (cal, true);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    g_assert_no_error (error);
+    g_assert_cmpint (pl_calibration_n_measured (cal), >=, 3 + 6);
+    g_assert_cmpfloat (pl_calibration_conv (cal, c, PL_LAYOUT_NHWC, PL_CONV_IMPL_GEMM).ms, <, 1000);
+    double median = 0, max = 0;
+    g_assert_true (pl_calibration_round_spread (cal, &median, &max));
+    g_assert_cmpfloat (median, >=, 1);
+    g_assert_cmpfloat (max, >=, median);
+  }
+  g_autofree char *after = NULL;
+  g_assert_true (g_file_get_contents (path, &after, NULL, NULL));
+  g_autofree char *slow_line = g_strdup_printf ("%s1000\t3\n", full);
+  g_assert_null (strstr (after, slow_line));
+
+  /* an entry of one round (no count: an older cache) is measured again */
+  g_autofree char *old = with_cache_value (after, machine, key, "1000");
+  g_assert_true (g_file_set_contents (path, old, -1, &error));
+  {
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    /* that conv, and the transforms its branch measures on the way */
+    g_assert_cmpint (pl_calibration_n_measured (cal), >=, 1);
+    g_assert_cmpint (pl_calibration_n_measured (cal), <=, 3);
+    g_assert_cmpfloat (pl_calibration_conv (cal, c, PL_LAYOUT_NHWC, PL_CONV_IMPL_GEMM).ms, <, 1000);
+  }
+
+  /* the pass's parameter */
+  const char *params[] = { "layout.recalibrate=true", NULL };
+  g_autoptr (PlHistory) h = pl_test_run_checked (g, "layout", params, 1e-5, 1);
+  PlStep *s = last_step (h);
+  g_test_message ("%s", s->report);
+  g_assert_nonnull (strstr (s->report, "cached ones again"));
+  g_assert_nonnull (strstr (s->report, "the least of 3 rounds' medians"));
+  g_assert_null (strstr (s->report, " 0 entries measured now"));
+}
+
 /* Tuned tiles (layout.tune): the pruned tile search runs once per direct
  * conv and layout (a "tuned" marker in the cache), a tile it finds is
  * measured in the batch beside the pebble tile, the direct cost is the
@@ -799,6 +890,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/Layout/fused-graph", test_fused_graph);
   g_test_add_func ("/Passlab/Layout/mixed-optimum", test_mixed_optimum);
   g_test_add_func ("/Passlab/Layout/measured-tiny-conv", test_measured_tiny_conv);
+  g_test_add_func ("/Passlab/Layout/recalibrate", test_recalibrate);
   g_test_add_func ("/Passlab/Layout/tuned-tiles", test_tuned_tiles);
   g_test_add_func ("/Passlab/Layout/refine-in-context", test_refine_in_context);
   g_test_add_func ("/Passlab/Layout/pool-between-convs", test_pool_between_convs);
