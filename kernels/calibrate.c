@@ -11,8 +11,10 @@
  * GlobalAveragePool, GlobalMaxPool: pool.h) in place of the conv,
  * and per (shape, from, to) transform a branch that brings a tensor into
  * `from`, transforms it to `to` and back to NCHW. The graph runs on the
- * backend through the runtime (a warm-up run, then REPEATS timed runs), and
- * each conv's and transform's kernel median becomes an entry. A kernel that
+ * backend through the runtime in three rounds (each a warm-up run, then
+ * REPEATS timed runs; a round with steal time runs again), and the least of
+ * each conv's and transform's kernel medians over the rounds becomes an
+ * entry. A kernel that
  * ran through the reference implementation (the backend cannot generate it)
  * is recorded as unsupported (infinite cost) for this process only, never
  * cached, so a later runtime that supports it gets measured. If the batch
@@ -20,8 +22,9 @@
  * ones are unsupported.
  *
  * The cache: $PASSLAB_CACHE_DIR (else $XDG_CACHE_HOME/passlab)/calibration.txt,
- * one line per entry `machine \t backend \t key \t ms`, for every machine
- * that wrote to it; saving re-reads the file, merges and replaces it
+ * one line per entry `machine \t backend \t key \t ms \t rounds`, for every
+ * machine that wrote to it (a line without rounds, from an older passlab,
+ * is one round: measured again when needed); saving re-reads the file, merges and replaces it
  * atomically (g_file_set_contents).
  *
  * Analytic costs, for what is not measured: the machine's ceilings, measured
