@@ -61,6 +61,13 @@ pl_conv_direct_nhwc_depthwise (const PlConvDesc *c)
 }
 
 bool
+pl_conv_direct_nhwc_pointwise (const PlConvDesc *c)
+{
+  return c->x_layout == PL_LAYOUT_NHWC && c->kernel[0] == 1 && c->kernel[1] == 1 && !c->pads[0] && !c->pads[1]
+         && !c->pads[2] && !c->pads[3] && !pl_conv_direct_nhwc_depthwise (c);
+}
+
+bool
 pl_conv_direct_supported (const PlConvDesc *c, char **why)
 {
   const char *no = NULL;
@@ -116,18 +123,23 @@ pl_conv_direct_pack (const PlConvDesc *c, const void *w_oihw, void *packed)
  * registers where gcc's auto-vectorizer leaves a scalar accumulator array
  * on the stack (measured: 100 against 40 GFLOP/s a core). */
 
+/* The kernel's signature, its tile clamped to the output, and the tiles
+ * along each dim (nx, ny, nz). */
+#define KERNEL_HEAD \
+  "D_ATTR void\n" \
+  "D_NAME (const D_T *restrict x, const D_T *restrict wp, D_T *restrict y, int64_t tx, int64_t ty, int64_t tz)\n" \
+  "{\n" \
+  "  tx = tx < 1 ? 1 : tx > D_OW ? D_OW : tx;\n" \
+  "  ty = ty < 1 ? 1 : ty > D_OH ? D_OH : ty;\n" \
+  "  tz = tz < 1 ? 1 : tz > D_KG ? D_KG : tz;\n" \
+  "  const int64_t nx = (D_OW + tx - 1) / tx, ny = (D_OH + ty - 1) / ty, nz = (D_KG + tz - 1) / tz;\n"
+
 /* The driver, common to the layouts: the tile loops and the per-thread
  * buffer (accumulators, then the staged window). D_NT: batch iterations of
  * the tile loop (1 when the tile holds the batch); D_ACC: accumulators of a
  * tile, padded to whole vectors. */
 static const char driver[] =
-  "D_ATTR void\n"
-  "D_NAME (const D_T *restrict x, const D_T *restrict wp, D_T *restrict y, int64_t tx, int64_t ty, int64_t tz)\n"
-  "{\n"
-  "  tx = tx < 1 ? 1 : tx > D_OW ? D_OW : tx;\n"
-  "  ty = ty < 1 ? 1 : ty > D_OH ? D_OH : ty;\n"
-  "  tz = tz < 1 ? 1 : tz > D_KG ? D_KG : tz;\n"
-  "  const int64_t nx = (D_OW + tx - 1) / tx, ny = (D_OH + ty - 1) / ty, nz = (D_KG + tz - 1) / tz;\n"
+  KERNEL_HEAD
   "  const size_t need = D_RUP (D_ACC (tx, ty, tz), 16) + D_WIN (tx, ty);\n"
   "#pragma omp parallel\n"
   "  {\n"
@@ -506,6 +518,90 @@ static const char nhwc_dw[] =
   "  free (wt);\n"
   "}\n\n";
 
+/* NHWC pointwise (1x1, no padding, any stride): a GEMM of the points'
+ * input rows by the packed weights ([g][c][k]: W^T per group), with no
+ * staging — a point's channels are contiguous in x, so a block of D_P
+ * points broadcasts its inputs straight from x while D_NV vectors of
+ * output channels accumulate in registers over every input channel, then
+ * go straight to y. A task is a tile of tx x ty points of one image and tz
+ * channels of one group. Channels past the last whole vector of a tile run
+ * in a block whose padded lanes read on into the next weights (or
+ * PACK_TAIL) and are stored through a buffer, never past the tile. The
+ * generic NHWC kernel staged each input channel with a gather of stride C
+ * and kept its accumulators in memory: MobileNetV2's 16 -> 96 expansion at
+ * 112 x 112 ran at 1.8 ms, against 1.0 for the NCHW GEMM. */
+static const char nhwc_pw[] =
+  "static inline __attribute__ ((always_inline)) D_ATTR void\n"
+  "D_FN (pblock) (const D_T *restrict x, const D_T *restrict wc, D_T *restrict y, const int64_t *xo,\n"
+  "               const int64_t *yo, const int pb, const int nv, const int64_t live)\n"
+  "{\n"
+  "  D_V r[D_P][D_NV];\n"
+  "  for (int p = 0; p < pb; p++)\n"
+  "    for (int j = 0; j < nv; j++)\n"
+  "      r[p][j] = (D_V) { 0 };\n"
+  "  for (int64_t c = 0; c < D_CG; c++)\n"
+  "    {\n"
+  "      D_V wv[D_NV];\n"
+  "      for (int j = 0; j < nv; j++)\n"
+  "        wv[j] = D_FN (vld) (wc + c * D_KG + j * D_VL);\n"
+  "      for (int p = 0; p < pb; p++)\n"
+  "        {\n"
+  "          const D_T xs = x[xo[p] + c];\n"
+  "          for (int j = 0; j < nv; j++)\n"
+  "            r[p][j] += xs * wv[j];\n"
+  "        }\n"
+  "    }\n"
+  "  if (live == nv * D_VL)\n"
+  "    for (int p = 0; p < pb; p++)\n"
+  "      for (int j = 0; j < nv; j++)\n"
+  "        D_FN (vst) (y + yo[p] + j * D_VL, r[p][j]);\n"
+  "  else\n"
+  "    for (int p = 0; p < pb; p++)\n"
+  "      {\n"
+  "        D_T t[D_NV * D_VL];\n"
+  "        for (int j = 0; j < nv; j++)\n"
+  "          D_FN (vst) (t + j * D_VL, r[p][j]);\n"
+  "        memcpy (y + yo[p], t, sizeof (D_T) * live);\n"
+  "      }\n"
+  "}\n\n"
+  "/* pb points of row oy from ox, channels k0 .. k1 of group g */\n"
+  "static inline __attribute__ ((always_inline)) D_ATTR void\n"
+  "D_FN (points) (const D_T *restrict x, const D_T *restrict wg, D_T *restrict y, int64_t n, int64_t g,\n"
+  "               int64_t oy, int64_t ox, int64_t k0, int64_t k1, const int pb)\n"
+  "{\n"
+  "  int64_t xo[D_P], yo[D_P];\n"
+  "  for (int p = 0; p < pb; p++)\n"
+  "    {\n"
+  "      xo[p] = ((n * D_H + oy * D_SH) * D_W + (ox + p) * D_SW) * D_C + g * D_CG;\n"
+  "      yo[p] = ((n * D_OH + oy) * D_OW + ox + p) * D_K + g * D_KG;\n"
+  "    }\n"
+  "  int64_t k = k0;\n"
+  "  for (; k + D_NV * D_VL <= k1; k += D_NV * D_VL)\n"
+  "    D_FN (pblock) (x, wg + k, y + k, xo, yo, pb, D_NV, D_NV * D_VL);\n"
+  "  for (; k < k1; k += D_VL)\n"
+  "    D_FN (pblock) (x, wg + k, y + k, xo, yo, pb, 1, D_MIN (D_VL, k1 - k));\n"
+  "}\n\n"
+  KERNEL_HEAD
+  "#pragma omp parallel for collapse(5) schedule(dynamic, 1)\n"
+  "  for (int64_t n = 0; n < D_N; n++)\n"
+  "    for (int64_t g = 0; g < D_G; g++)\n"
+  "      for (int64_t bz = 0; bz < nz; bz++)\n"
+  "        for (int64_t by = 0; by < ny; by++)\n"
+  "          for (int64_t bx = 0; bx < nx; bx++)\n"
+  "            {\n"
+  "              const int64_t k0 = bz * tz, k1 = D_MIN (D_KG, k0 + tz), x1 = D_MIN (D_OW, (bx + 1) * tx);\n"
+  "              const D_T *wg = wp + g * D_CG * D_KG;\n"
+  "              for (int64_t oy = by * ty; oy < D_MIN (D_OH, (by + 1) * ty); oy++)\n"
+  "                {\n"
+  "                  int64_t ox = bx * tx;\n"
+  "                  for (; ox + D_P <= x1; ox += D_P)\n"
+  "                    D_FN (points) (x, wg, y, n, g, oy, ox, k0, k1, D_P);\n"
+  "                  for (; ox < x1; ox++)\n"
+  "                    D_FN (points) (x, wg, y, n, g, oy, ox, k0, k1, 1);\n"
+  "                }\n"
+  "            }\n"
+  "}\n\n";
+
 /* The vector width in bytes the compiler will use with -march=native here
  * (the machine that compiles is the one that emits). */
 static int
@@ -718,6 +814,8 @@ pl_conv_direct_emit_c (GString *out, const PlConvDesc *c, const char *name)
   g_string_append (out, vector_io);
   if (pl_conv_direct_nhwc_depthwise (c))
     g_string_append (out, nhwc_dw);
+  else if (pl_conv_direct_nhwc_pointwise (c))
+    g_string_append (out, nhwc_pw);
   else
     {
       g_string_append (out, scratch);

@@ -65,6 +65,10 @@ guint32 pl_conv_direct_source_hash (const PlConvDesc *c);
  * along the one output channel of a group, a vector of one), and its own
  * tile (conv-tile.c). */
 bool    pl_conv_direct_nhwc_depthwise (const PlConvDesc *c);
+/* A pointwise conv in NHWC (1x1, no padding, any stride and group): its
+ * own C kernel, a GEMM of the points' input rows read in place (the
+ * generic one stages every input channel with a gather). */
+bool    pl_conv_direct_nhwc_pointwise (const PlConvDesc *c);
 /* Elements a tile of the C kernel keeps in use while it takes one step of
  * input channels: its accumulators, the staged windows and the weights of
  * the step (as the generated code sizes them). */

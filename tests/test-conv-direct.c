@@ -42,6 +42,10 @@ static const Case cases[] = {
   { "1x1-s2", PL_DTYPE_F32, 2, 24, 14, 13, 40, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1 },
   { "2x1-s3-pads", PL_DTYPE_F32, 3, 5, 17, 16, 6, 2, 1, 3, 3, 1, 1, 1, 0, 2, 1, 1 },
   { "2x2-s3-d2", PL_DTYPE_F64, 1, 4, 19, 19, 8, 2, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1 },
+  /* pointwise (NHWC: its own kernel, points' rows read in place) with groups and output channels past
+   * the last whole vector (13 a group: a vector of 16 with 3 lanes not stored), f64 with stride 2 */
+  { "pointwise-g2-tail", PL_DTYPE_F32, 2, 12, 7, 9, 26, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2 },
+  { "pointwise-f64-s2-tail", PL_DTYPE_F64, 1, 7, 9, 11, 20, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1 },
   /* depthwise with channels past the last whole vector (NHWC: its own kernel, vectors along channels) */
   { "depthwise-s2-tail", PL_DTYPE_F32, 2, 40, 13, 11, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 40 },
   { "depthwise-f64-5x5-d2", PL_DTYPE_F64, 1, 12, 12, 10, 12, 5, 5, 1, 1, 2, 2, 3, 2, 1, 4, 12 },
