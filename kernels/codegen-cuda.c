@@ -101,24 +101,6 @@ line (Emit *e, const char *fmt, ...)
   va_end (ap);
 }
 
-static const PlInstr *
-at (const PlLoopPlan *lp, int i)
-{
-  return &g_array_index (lp->instrs, PlInstr, i);
-}
-
-static const PlReduction *
-red (const PlLoopPlan *lp, int r)
-{
-  return &g_array_index (lp->reductions, PlReduction, r);
-}
-
-static bool
-is_arg (PlReduceKind k)
-{
-  return k == PL_RED_ARGMAX || k == PL_RED_ARGMIN;
-}
-
 static void
 emit_signature (Emit *e, const char *name)
 {
@@ -214,9 +196,9 @@ choose_mapping (Emit *e)
 static void
 emit_init (Emit *e, int r)
 {
-  const PlReduction *x = red (e->lp, r);
-  PlDType at_t = at (e->lp, x->arg)->dtype;
-  const char *t = pl_plan_ctype (is_arg (x->kind) ? at_t : x->dtype);
+  const PlReduction *x = pl_loop_reduction (e->lp, r);
+  PlDType at_t = pl_loop_instr (e->lp, x->arg)->dtype;
+  const char *t = pl_plan_ctype (pl_reduce_is_arg (x->kind) ? at_t : x->dtype);
   bool fl = pl_dtype_is_float (x->dtype);
   const char *inf = x->dtype == PL_DTYPE_F32 ? "PL_INFF" : "PL_INF";
   static const char *const maxes[] = { [PL_DTYPE_I64] = "INT64_MAX", [PL_DTYPE_I32] = "INT32_MAX",
@@ -241,7 +223,7 @@ emit_init (Emit *e, int r)
 static void
 emit_accumulate (Emit *e, int r)
 {
-  const PlReduction *x = red (e->lp, r);
+  const PlReduction *x = pl_loop_reduction (e->lp, r);
   const char *t = pl_plan_ctype (x->dtype);
   bool fl = pl_dtype_is_float (x->dtype);
   switch (x->kind)
@@ -271,7 +253,7 @@ emit_accumulate (Emit *e, int r)
 static void
 emit_combine (Emit *e, int r, const char *o, const char *obest, const char *ohave)
 {
-  const PlReduction *x = red (e->lp, r);
+  const PlReduction *x = pl_loop_reduction (e->lp, r);
   const char *t = pl_plan_ctype (x->dtype);
   bool fl = pl_dtype_is_float (x->dtype);
   switch (x->kind)
@@ -311,14 +293,14 @@ static void
 emit_grid_combine (Emit *e, int r)
 {
   const PlLoopPlan *lp = e->lp;
-  const PlReduction *x = red (lp, r);
-  const char *t = pl_plan_ctype (is_arg (x->kind) ? at (lp, x->arg)->dtype : x->dtype);
+  const PlReduction *x = pl_loop_reduction (lp, r);
+  const char *t = pl_plan_ctype (pl_reduce_is_arg (x->kind) ? pl_loop_instr (lp, x->arg)->dtype : x->dtype);
   int n_red = (int) lp->reductions->len;
   line (e, "{");
   e->indent++;
   line (e, "unsigned long long *gp = pl_part + ((it & 1) * %" G_GINT64_FORMAT " + rg * %d) * %d * 3;",
         e->groups * e->bpr, e->bpr, n_red);
-  if (is_arg (x->kind))
+  if (pl_reduce_is_arg (x->kind))
     line (e, "if (threadIdx.x == 0) { *(%s *) &gp[(part * %d + %d) * 3] = best%d; *(int64_t *) &gp[(part * %d + %d) * 3 + 1] "
           "= acc%d; *(int *) &gp[(part * %d + %d) * 3 + 2] = have%d; }", t, n_red, r, r, n_red, r, r, n_red, r, r);
   else
@@ -328,7 +310,7 @@ emit_grid_combine (Emit *e, int r)
   line (e, "{");
   e->indent++;
   line (e, "if (p == part) continue;");
-  if (is_arg (x->kind))
+  if (pl_reduce_is_arg (x->kind))
     {
       line (e, "const %s ob = *(const %s *) &gp[(p * %d + %d) * 3]; const int64_t oi = *(const int64_t *) "
             "&gp[(p * %d + %d) * 3 + 1]; const int oh = *(const int *) &gp[(p * %d + %d) * 3 + 2];",
@@ -356,7 +338,7 @@ emit_row_reduce (Emit *e, int pass, int *slot)
   for (guint ru = 0; ru < lp->reductions->len; ru++)
     {
       int r = (int) ru;
-      const PlReduction *x = red (lp, r);
+      const PlReduction *x = pl_loop_reduction (lp, r);
       if (x->pass != pass)
         continue;
       if (width > 1)
@@ -364,10 +346,10 @@ emit_row_reduce (Emit *e, int pass, int *slot)
           line (e, "for (int o = %d; o > 0; o >>= 1)", width / 2);
           line (e, "{");
           e->indent++;
-          if (is_arg (x->kind))
+          if (pl_reduce_is_arg (x->kind))
             {
               line (e, "const %s ob = pl_shfl (best%d, o); const int64_t oi = pl_shfl (acc%d, o); "
-                    "const int oh = pl_shfl (have%d, o);", pl_plan_ctype (at (lp, x->arg)->dtype), r, r, r);
+                    "const int oh = pl_shfl (have%d, o);", pl_plan_ctype (pl_loop_instr (lp, x->arg)->dtype), r, r, r);
               emit_combine (e, r, "oi", "ob", "oh");
             }
           else
@@ -382,12 +364,12 @@ emit_row_reduce (Emit *e, int pass, int *slot)
         {
           /* across the block's warps through shared memory */
           int s = (*slot)++;
-          const char *t = pl_plan_ctype (is_arg (x->kind) ? at (lp, x->arg)->dtype : x->dtype);
+          const char *t = pl_plan_ctype (pl_reduce_is_arg (x->kind) ? pl_loop_instr (lp, x->arg)->dtype : x->dtype);
           line (e, "{");
           e->indent++;
           line (e, "%s *wv = (%s *) &pl_red[%d * 96]; int64_t *wi = (int64_t *) &pl_red[%d * 96 + 32]; "
                 "int *wh = (int *) &pl_red[%d * 96 + 64];", t, t, s, s, s);
-          if (is_arg (x->kind))
+          if (pl_reduce_is_arg (x->kind))
             line (e, "if ((threadIdx.x & 31) == 0) { wv[threadIdx.x >> 5] = best%d; wi[threadIdx.x >> 5] = acc%d; "
                   "wh[threadIdx.x >> 5] = have%d; }", r, r, r);
           else
@@ -397,7 +379,7 @@ emit_row_reduce (Emit *e, int pass, int *slot)
           line (e, "for (int w = sub * %d; w < (sub + 1) * %d; w++)", e->tpr / 32, e->tpr / 32);
           line (e, "{");
           e->indent++;
-          if (is_arg (x->kind))
+          if (pl_reduce_is_arg (x->kind))
             {
               line (e, "const %s ob = wv[w]; const int64_t oi = wi[w]; const int oh = wh[w];", t);
               line (e, "if (w != (int) (threadIdx.x >> 5)) {");
@@ -423,22 +405,8 @@ emit_row_reduce (Emit *e, int pass, int *slot)
       if (e->bpr > 1)
         emit_grid_combine (e, r);
       line (e, "const %s red%d = acc%d;", pl_plan_ctype (x->dtype), r, r);
-      for (guint i = 0; i < lp->instrs->len; i++)
-        if (at (lp, (int) i)->op == PL_SOP_REDUCED && at (lp, (int) i)->reduction == r && at (lp, (int) i)->used)
-          pl_codegen_value (e->o, e->indent, e->lp, (int) i);
+      pl_codegen_reduced_values (e->o, e->indent, e->lp, (int) r);
     }
-}
-
-static bool
-pass_needs_ridx (const PlLoopPlan *lp, int pass)
-{
-  for (guint i = 0; i < lp->instrs->len; i++)
-    if ((at (lp, (int) i)->passes & (1u << pass)) && (at (lp, (int) i)->op == PL_SOP_RINDEX || at (lp, (int) i)->scratch >= 0))
-      return true;
-  for (guint r = 0; r < lp->reductions->len; r++)
-    if (red (lp, (int) r)->pass == pass && is_arg (red (lp, (int) r)->kind))
-      return true;
-  return false;
 }
 
 static void
@@ -446,7 +414,7 @@ emit_pass (Emit *e, int pass, int *slot)
 {
   const PlLoopPlan *lp = e->lp;
   for (guint r = 0; r < lp->reductions->len; r++)
-    if (red (lp, (int) r)->pass == pass)
+    if (pl_loop_reduction (lp, (int) r)->pass == pass)
       emit_init (e, (int) r);
   if (e->bpr > 1)
     line (e, "for (int64_t j = lo + lane; j < hi; j += %d)", e->tpr);
@@ -455,11 +423,11 @@ emit_pass (Emit *e, int pass, int *slot)
   line (e, "{");
   e->indent++;
   pl_codegen_coords (e->o, e->indent, e->lp, "j", lp->n_kept, lp->rank);
-  if (pass_needs_ridx (lp, pass))
+  if (pl_codegen_pass_needs_ridx (lp, pass))
     line (e, "const int64_t ridx = j;%s", e->bpr > 1 ? " const int64_t sidx = j - lo;" : "");
   for (guint i = 0; i < lp->instrs->len; i++)
     {
-      const PlInstr *x = at (lp, (int) i);
+      const PlInstr *x = pl_loop_instr (lp, (int) i);
       if (!(x->passes & (1u << pass)) || x->level != PL_LEVEL_ELEM)
         continue;
       bool first = (x->passes & ((1u << pass) - 1)) == 0;
@@ -474,7 +442,7 @@ emit_pass (Emit *e, int pass, int *slot)
         }
     }
   for (guint r = 0; r < lp->reductions->len; r++)
-    if (red (lp, (int) r)->pass == pass)
+    if (pl_loop_reduction (lp, (int) r)->pass == pass)
       emit_accumulate (e, (int) r);
   for (guint s = 0; s < lp->stores->len; s++)
     {
@@ -558,7 +526,7 @@ emit_rows (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
   pl_codegen_coords (e->o, e->indent, e->lp, "row", 0, lp->n_kept);
   for (guint i = 0; i < lp->instrs->len; i++)
     {
-      const PlInstr *x = at (lp, (int) i);
+      const PlInstr *x = pl_loop_instr (lp, (int) i);
       if (x->scratch < 0)
         continue;
       const char *t = pl_plan_ctype (x->dtype);
@@ -613,7 +581,7 @@ emit_transpose (Emit *e, const char *name, int j, int n_sms, PlCudaLaunch *l)
 {
   const PlLoopPlan *lp = e->lp;
   const PlStore *st = &g_array_index (lp->stores, PlStore, 0);
-  const PlInstr *ld = at (lp, st->value);
+  const PlInstr *ld = pl_loop_instr (lp, st->value);
   const char *t = pl_plan_ctype (ld->dtype);
   int inner = lp->rank - 1;
   int64_t tj = (lp->dims[j] + 31) / 32, ti = (lp->dims[inner] + 31) / 32;

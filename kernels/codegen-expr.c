@@ -71,12 +71,6 @@ pl_codegen_literal (PlDType dtype, double f, int64_t i)
   return g_strdup_printf ("((%s) %" G_GINT64_FORMAT "LL)", pl_plan_ctype (dtype), i);
 }
 
-static const PlInstr *
-at (const PlLoopPlan *lp, int i)
-{
-  return &g_array_index (lp->instrs, PlInstr, i);
-}
-
 /* A float math function: "expf(v3)" for f32, "exp(v3)" for f64. */
 static char *
 fmath (const char *fn, PlDType t, const char *a)
@@ -88,7 +82,7 @@ fmath (const char *fn, PlDType t, const char *a)
 static char *
 print_pow (const PlLoopPlan *lp, const PlInstr *x, const char *a, const char *b)
 {
-  const PlInstr *e = at (lp, x->a[1]);
+  const PlInstr *e = pl_loop_instr (lp, x->a[1]);
   if (e->op == PL_SOP_CONST)
     {
       if (e->imm == 2.0)
@@ -106,7 +100,7 @@ print_pow (const PlLoopPlan *lp, const PlInstr *x, const char *a, const char *b)
 static char *
 print_binary (const PlLoopPlan *lp, const PlInstr *x, const char *a, const char *b)
 {
-  PlDType t = at (lp, x->a[0])->dtype;
+  PlDType t = pl_loop_instr (lp, x->a[0])->dtype;
   const char *ct = pl_plan_ctype (t);
   bool fl = pl_dtype_is_float (t);
   const char *op = NULL;
@@ -119,7 +113,7 @@ print_binary (const PlLoopPlan *lp, const PlInstr *x, const char *a, const char 
       /* by a value of the row (or a constant) in an element loop: one
        * reciprocal per row the compiler hoists, a multiply per element
        * (a divide costs ~10x; the result moves by <= 1 ulp) */
-      if (fl && x->level == PL_LEVEL_ELEM && at (lp, x->a[1])->level != PL_LEVEL_ELEM)
+      if (fl && x->level == PL_LEVEL_ELEM && pl_loop_instr (lp, x->a[1])->level != PL_LEVEL_ELEM)
         return g_strdup_printf ("(%s * (%s / %s))", a, is_f32 (t) ? "1.0f" : "1.0", b);
       if (fl)
         return g_strdup_printf ("(%s / %s)", a, b);
@@ -205,7 +199,7 @@ print_unary (const PlInstr *x, PlDType t, const char *a)
 char *
 pl_codegen_expr (const PlLoopPlan *lp, int i)
 {
-  const PlInstr *x = at (lp, i);
+  const PlInstr *x = pl_loop_instr (lp, i);
   switch (x->op)
     {
     case PL_SOP_LOAD:
@@ -230,7 +224,7 @@ pl_codegen_expr (const PlLoopPlan *lp, int i)
       g_autofree char *b = g_strdup_printf ("v%d", x->a[1]);
       return print_binary (lp, x, a, b);
     }
-  return print_unary (x, at (lp, x->a[0])->dtype, a);
+  return print_unary (x, pl_loop_instr (lp, x->a[0])->dtype, a);
 }
 
 void
@@ -280,6 +274,35 @@ pl_codegen_value (GString *o, int indent, const PlLoopPlan *lp, int i)
 {
   g_autofree char *x = pl_codegen_expr (lp, i);
   pl_codegen_line (o, indent, "const %s v%d = %s;", pl_plan_ctype (g_array_index (lp->instrs, PlInstr, i).dtype), i, x);
+}
+
+void
+pl_codegen_reduced_values (GString *o, int indent, const PlLoopPlan *lp, int r)
+{
+  for (guint i = 0; i < lp->instrs->len; i++)
+    {
+      const PlInstr *x = pl_loop_instr (lp, (int) i);
+      if (x->op == PL_SOP_REDUCED && x->reduction == r && x->used)
+        pl_codegen_value (o, indent, lp, (int) i);
+    }
+}
+
+bool
+pl_codegen_pass_needs_ridx (const PlLoopPlan *lp, int pass)
+{
+  for (guint i = 0; i < lp->instrs->len; i++)
+    {
+      const PlInstr *x = pl_loop_instr (lp, (int) i);
+      if ((x->passes & (1u << pass)) && (x->op == PL_SOP_RINDEX || x->scratch >= 0))
+        return true;
+    }
+  for (guint r = 0; r < lp->reductions->len; r++)
+    {
+      const PlReduction *x = pl_loop_reduction (lp, (int) r);
+      if (x->pass == pass && pl_reduce_is_arg (x->kind))
+        return true;
+    }
+  return false;
 }
 
 void

@@ -38,6 +38,11 @@ void        pl_codegen_split          (GString *o, int indent, const char *var, 
 char       *pl_codegen_flat_index     (const char *prefix, int n, const int64_t *sizes);
 /* `const T v<i> = <expr>;` for instruction i. */
 void        pl_codegen_value          (GString *o, int indent, const PlLoopPlan *lp, int i);
+/* The values computed from reduction r's result (its REDUCED instructions in use). */
+void        pl_codegen_reduced_values (GString *o, int indent, const PlLoopPlan *lp, int r);
+/* Whether pass `pass` of a row kernel needs ridx, the element's index within
+ * its row (an index instruction, a scratch row, an argmax). */
+bool        pl_codegen_pass_needs_ridx (const PlLoopPlan *lp, int pass);
 /* The values of the used instructions at `level` (row values: of `phase`). */
 void        pl_codegen_level          (GString *o, int indent, const PlLoopPlan *lp, PlLevel level, int phase);
 /* Coordinates c<first>..c<last-1> from the flat index `var` over those loop dims. */

@@ -116,6 +116,26 @@ typedef struct {
   int          block_size, rows_per_block, blocks_per_row;
 } PlLoopPlan;
 
+/* Instruction i and reduction r of a loop plan; whether a reduction kind
+ * yields an index (argmax, argmin). */
+static inline const PlInstr *
+pl_loop_instr (const PlLoopPlan *lp, int i)
+{
+  return &g_array_index (lp->instrs, PlInstr, i);
+}
+
+static inline const PlReduction *
+pl_loop_reduction (const PlLoopPlan *lp, int r)
+{
+  return &g_array_index (lp->reductions, PlReduction, r);
+}
+
+static inline bool
+pl_reduce_is_arg (PlReduceKind k)
+{
+  return k == PL_RED_ARGMAX || k == PL_RED_ARGMIN;
+}
+
 typedef enum {
   PL_PLAN_LOOP,      /* one generated loop kernel */
   PL_PLAN_GEMM,      /* a (batched) GEMM + epilogue */
