@@ -550,12 +550,24 @@ convt_run (const Geo *g, int64_t N, int64_t C, int64_t M, int64_t group,
           y[(n * M + m) * osz + o] += b[m];
 }
 
+bool
+pl_conv_shape (const PlNode *node, const PlShape *x, const PlShape *w, PlShape *out, GError **error)
+{
+  Geo geo;
+  return conv_plan (node, x, w, NULL, out, &geo, error);
+}
+
 static bool
 conv_eval (const PlNode *node, PlTensor *const *inputs, PlTensor **outputs, GError **error)
 {
-  const PlTensor *x = inputs[0], *w = inputs[1];
   /* inputs holds n_inputs slots: an omitted trailing input is not there. */
-  const PlTensor *b = node->n_inputs > 2 ? inputs[2] : NULL;
+  return pl_conv_eval_f64 (node, inputs[0], inputs[1], node->n_inputs > 2 ? inputs[2] : NULL, outputs, error);
+}
+
+bool
+pl_conv_eval_f64 (const PlNode *node, const PlTensor *x, const PlTensor *w, const PlTensor *b, PlTensor **y,
+                  GError **error)
+{
   PlShape sx = pl_tensor_shape (x), sw = pl_tensor_shape (w), sb = pl_shape_unknown (), so;
   int64_t dims[PL_MAX_RANK];
   g_autofree double *xv = NULL, *wv = NULL, *bv = NULL, *yv = NULL;
@@ -566,19 +578,19 @@ conv_eval (const PlNode *node, PlTensor *const *inputs, PlTensor **outputs, GErr
   if (!conv_plan (node, &sx, &sw, b ? &sb : NULL, &so, &geo, error))
     return false;
   pl_shape_get_dims (&so, dims);
-  outputs[0] = pl_out_new (x->dtype, so.rank, dims, error);
-  if (!outputs[0])
+  *y = pl_out_new (x->dtype, so.rank, dims, error);
+  if (!*y)
     return false;
 
   xv = pl_nn_load_f64 (x);
   wv = pl_nn_load_f64 (w);
   bv = b ? pl_nn_load_f64 (b) : NULL;
-  yv = g_new0 (double, MAX (outputs[0]->numel, 1));
+  yv = g_new0 (double, MAX ((*y)->numel, 1));
   if (node->op == PL_OP_ConvTranspose)
     convt_run (&geo, x->dims[0], x->dims[1], dims[1], pl_node_attr_int (node, "group", 1), xv, wv, bv, yv);
   else
     conv_run (&geo, x->dims[0], x->dims[1], dims[1], pl_node_attr_int (node, "group", 1), xv, wv, bv, yv);
-  pl_nn_store_f64 (outputs[0], yv);
+  pl_nn_store_f64 (*y, yv);
   return true;
 }
 

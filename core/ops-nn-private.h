@@ -12,6 +12,16 @@ G_BEGIN_DECLS
  * global pools; called from pl_ops_register_nn(). */
 void    pl_ops_register_conv (void);
 
+/* The ops built on MatMul and Conv (ops-quant.c): numpy matmul's output
+ * shape, and MatMul's reference on two tensors into a new *y of a's dtype;
+ * Conv's output shape (no bias) and its reference with node's attributes
+ * (x, w and the optional bias b of one float dtype) into a new *y. */
+bool    pl_nn_matmul_shape    (const PlShape *a, const PlShape *b, PlShape *out, GError **error);
+bool    pl_nn_matmul_eval_f64 (const PlTensor *a, const PlTensor *b, PlTensor **y, GError **error);
+bool    pl_conv_shape         (const PlNode *node, const PlShape *x, const PlShape *w, PlShape *out, GError **error);
+bool    pl_conv_eval_f64      (const PlNode *node, const PlTensor *x, const PlTensor *w, const PlTensor *b,
+                               PlTensor **y, GError **error);
+
 /* A g_malloc'd copy of t's elements as doubles (at least one slot). */
 double *pl_nn_load_f64       (const PlTensor *t);
 /* Stores v[0..t->numel) into t, converting to t's dtype. */

@@ -157,8 +157,8 @@ gemm_i64 (const int64_t *a, int64_t sam, int64_t sak, const int64_t *b, int64_t 
 
 /* numpy matmul: a 1-D A is a row [1, K] and a 1-D B a column [K, 1], their
  * unit dim dropped from the result; leading dims broadcast as batches. */
-static bool
-matmul_shape (const PlShape *a, const PlShape *b, PlShape *out, GError **error)
+bool
+pl_nn_matmul_shape (const PlShape *a, const PlShape *b, PlShape *out, GError **error)
 {
   PlShape ba = { 0 }, bb = { 0 };
   PlDim ka, kb;
@@ -197,7 +197,7 @@ matmul_infer (PlNode *node, GError **error)
 
   if (!pl_require_dtype (node, 0, matmul_types, error) || !require_same_dtype (node, 0, 1, error))
     return false;
-  if (!matmul_shape (&pl_input (node, 0)->shape, &pl_input (node, 1)->shape, &out, error))
+  if (!pl_nn_matmul_shape (&pl_input (node, 0)->shape, &pl_input (node, 1)->shape, &out, error))
     return false;
   pl_set_output (node, 0, pl_input (node, 0)->dtype, &out);
   return true;
@@ -213,7 +213,7 @@ matmul_eval (const PlNode *node, PlTensor *const *inputs, PlTensor **outputs, GE
   int64_t M, K, N, nbatch = 1;
   PlTensor *y;
 
-  if (!matmul_shape (&sa, &sb, &so, error))
+  if (!pl_nn_matmul_shape (&sa, &sb, &so, error))
     return false;
   pl_shape_get_dims (&so, out_dims);
   M = a->rank > 1 ? a->dims[a->rank - 2] : 1;
@@ -256,6 +256,13 @@ matmul_eval (const PlNode *node, PlTensor *const *inputs, PlTensor **outputs, GE
       pl_nn_store_f64 (y, cv);
     }
   return true;
+}
+
+bool
+pl_nn_matmul_eval_f64 (const PlTensor *a, const PlTensor *b, PlTensor **y, GError **error)
+{
+  PlTensor *in[2] = { (PlTensor *) a, (PlTensor *) b };
+  return matmul_eval (NULL, in, y, error);
 }
 
 /* --- Gemm ------------------------------------------------------------------------ */

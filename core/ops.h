@@ -48,6 +48,8 @@ typedef enum {
   X (Less, ELEMENTWISE) X (LessOrEqual, ELEMENTWISE) X (Greater, ELEMENTWISE) \
   X (GreaterOrEqual, ELEMENTWISE) X (And, ELEMENTWISE) X (Or, ELEMENTWISE) X (Xor, ELEMENTWISE) \
   X (Where, ELEMENTWISE) X (PRelu, ELEMENTWISE) X (BatchNormalization, ELEMENTWISE) \
+  /* quantization: elementwise with per-tensor or per-axis parameters */ \
+  X (QuantizeLinear, ELEMENTWISE) X (DequantizeLinear, ELEMENTWISE) \
   /* broadcast */ \
   X (Expand, BROADCAST) \
   /* reductions and ops built around them */ \
@@ -57,7 +59,7 @@ typedef enum {
   X (Softmax, REDUCE) X (LogSoftmax, REDUCE) X (Hardmax, REDUCE) \
   X (LayerNormalization, REDUCE) X (InstanceNormalization, REDUCE) \
   X (MeanVarianceNormalization, REDUCE) X (LpNormalization, REDUCE) X (LRN, REDUCE) \
-  X (CumSum, REDUCE) X (TopK, REDUCE) \
+  X (CumSum, REDUCE) X (TopK, REDUCE) X (DynamicQuantizeLinear, REDUCE) \
   X (MaxPool, REDUCE) X (AveragePool, REDUCE) X (GlobalAveragePool, REDUCE) \
   X (GlobalMaxPool, REDUCE) X (LpPool, REDUCE) \
   X (NegativeLogLikelihoodLoss, REDUCE) X (SoftmaxCrossEntropyLoss, REDUCE) \
@@ -71,7 +73,8 @@ typedef enum {
   X (Constant, SHAPE) X (ConstantOfShape, SHAPE) X (Range, SHAPE) X (EyeLike, SHAPE) \
   /* compute-intensive */ \
   X (MatMul, COMPUTE) X (Gemm, COMPUTE) X (Conv, COMPUTE) X (ConvTranspose, COMPUTE) \
-  X (Einsum, COMPUTE) \
+  X (Einsum, COMPUTE) X (MatMulInteger, COMPUTE) X (ConvInteger, COMPUTE) X (QLinearMatMul, COMPUTE) \
+  X (QLinearConv, COMPUTE) \
   /* control flow: loaded and shown, not executed */ \
   X (If, CONTROL) X (Loop, CONTROL) X (Scan, CONTROL) \
   /* passlab's own: a fusion node runs its body graph */ \
@@ -136,6 +139,8 @@ void pl_ops_register_nn          (void); /* ops-nn.c: MatMul, Gemm, Conv, ConvTr
 void pl_ops_register_shape       (void); /* ops-shape.c: data movement, indexing, shape computation, Expand */
 void pl_ops_register_control     (void); /* ops.c: If/Loop/Scan (infer only, not executable), Fusion */
 void pl_ops_register_memory      (void); /* ops-memory.c: SwapOut, SwapIn, CompressFp16, DecompressFp16, LayoutTransform */
+void pl_ops_register_quant       (void); /* ops-quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
+                                          * MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv */
 
 /* ops-conv.c: the pads (n begins, then n ends) a Conv or ConvTranspose
  * node with static shapes resolves auto_pad and output_shape to, as shape

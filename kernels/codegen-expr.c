@@ -113,7 +113,8 @@ print_binary (const PlLoopPlan *lp, const PlInstr *x, const char *a, const char 
       /* by a value of the row (or a constant) in an element loop: one
        * reciprocal per row the compiler hoists, a multiply per element
        * (a divide costs ~10x; the result moves by <= 1 ulp) */
-      if (fl && x->level == PL_LEVEL_ELEM && pl_loop_instr (lp, x->a[1])->level != PL_LEVEL_ELEM)
+      if (fl && x->imm_i != PL_DIV_EXACT && x->level == PL_LEVEL_ELEM
+          && pl_loop_instr (lp, x->a[1])->level != PL_LEVEL_ELEM)
         return g_strdup_printf ("(%s * (%s / %s))", a, is_f32 (t) ? "1.0f" : "1.0", b);
       if (fl)
         return g_strdup_printf ("(%s / %s)", a, b);

@@ -39,6 +39,8 @@ const PlIdx *pl_lower_offset_in (PlLower *L, PlLayout layout, const PlValue *v, 
 int  pl_lower_const    (PlLower *L, PlDType dtype, double v);
 int  pl_lower_unary    (PlLower *L, PlScalarOp op, int a);
 int  pl_lower_binary   (PlLower *L, PlScalarOp op, int a, int b);
+/* a / b, never turned into a multiply by b's reciprocal (PL_DIV_EXACT) */
+int  pl_lower_div_exact (PlLower *L, int a, int b);
 int  pl_lower_select   (PlLower *L, int cond, int a, int b);
 int  pl_lower_cast     (PlLower *L, int a, PlDType to);
 int  pl_lower_reduce   (PlLower *L, PlReduceKind kind, int arg, PlDType dtype, bool select_last);

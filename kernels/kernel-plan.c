@@ -219,8 +219,9 @@ pl_lower_unary (PlLower *L, PlScalarOp op, int a)
   return emit (L, (PlInstr) { .op = op, .dtype = t, .a = { a }, .n_args = 1 });
 }
 
-int
-pl_lower_binary (PlLower *L, PlScalarOp op, int a, int b)
+/* A binary instruction; imm_i carries its flags (PL_DIV_EXACT). */
+static int
+binary (PlLower *L, PlScalarOp op, int a, int b, int64_t imm_i)
 {
   if (a < 0 || b < 0)
     return -1;
@@ -230,7 +231,19 @@ pl_lower_binary (PlLower *L, PlScalarOp op, int a, int b)
                           pl_dtype_name (pl_lower_dtype (L, b)));
   if (op >= PL_SOP_EQ && op <= PL_SOP_XOR)
     t = PL_DTYPE_BOOL;
-  return emit (L, (PlInstr) { .op = op, .dtype = t, .a = { a, b }, .n_args = 2 });
+  return emit (L, (PlInstr) { .op = op, .dtype = t, .a = { a, b }, .n_args = 2, .imm_i = imm_i });
+}
+
+int
+pl_lower_binary (PlLower *L, PlScalarOp op, int a, int b)
+{
+  return binary (L, op, a, b, 0);
+}
+
+int
+pl_lower_div_exact (PlLower *L, int a, int b)
+{
+  return binary (L, PL_SOP_DIV, a, b, PL_DIV_EXACT);
 }
 
 int

@@ -46,7 +46,10 @@ typedef enum {
   PL_SOP_ISINF,     /* float -> bool; imm_i bit 0: detect negative, bit 1: positive */
   PL_SOP_CAST,      /* a[0] converted to dtype (to bool: != 0) */
   /* binary: a[0], a[1] of one dtype */
-  PL_SOP_ADD, PL_SOP_SUB, PL_SOP_MUL, PL_SOP_DIV, PL_SOP_POW,
+  PL_SOP_ADD, PL_SOP_SUB, PL_SOP_MUL,
+  PL_SOP_DIV,       /* floats by a row value may become a multiply by its reciprocal, unless imm_i
+                     * is PL_DIV_EXACT (a quantization's rounding must see the true quotient) */
+  PL_SOP_POW,
   PL_SOP_MAX, PL_SOP_MIN,           /* NaN-propagating, as numpy.maximum */
   PL_SOP_EQ, PL_SOP_LT, PL_SOP_LE, PL_SOP_GT, PL_SOP_GE,   /* -> bool */
   PL_SOP_AND, PL_SOP_OR, PL_SOP_XOR,                      /* bool */
@@ -54,6 +57,8 @@ typedef enum {
   PL_SOP_SELECT,    /* a[0] (bool) ? a[1] : a[2] */
   PL_SOP_COUNT
 } PlScalarOp;
+
+#define PL_DIV_EXACT 1
 
 typedef enum {
   PL_LEVEL_CONST,   /* the same everywhere */

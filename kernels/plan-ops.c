@@ -611,6 +611,65 @@ lower_batchnorm (PlLower *L, const PlNode *node, int rank, const PlIdx *const *i
   return pl_lower_binary (L, PL_SOP_ADD, pl_lower_binary (L, PL_SOP_MUL, p[1], xn), p[2]);
 }
 
+/* --- quantization -------------------------------------------------------------------- */
+
+/* Input i of a QuantizeLinear / DequantizeLinear (a scale or zero point) at
+ * the element idx of its rank-`rank` output: its one value, or its value
+ * at idx[axis] when it has one per index along the axis. */
+static int
+quant_param (PlLower *L, const PlNode *node, int i, int rank, const PlIdx *const *idx)
+{
+  PlValue *p = node->inputs[i], *x = node->inputs[0];
+  int64_t d[PL_MAX_RANK], xd[PL_MAX_RANK];
+  if (!static_dims (p, d) || !static_dims (x, xd))
+    return pl_lower_fail (L, "%s: input %d has no static shape", node->name, i);
+  const PlIdx *pi[PL_MAX_RANK];
+  if (pl_shape_numel (&p->shape) == 1)
+    {
+      for (int k = 0; k < p->shape.rank; k++)
+        pi[k] = pl_idx_const (L->arena, 0);
+      return pl_lower_value (L, p, pi);
+    }
+  int64_t axis = pl_node_attr_int (node, "axis", 1);
+  axis = axis < 0 ? axis + rank : axis;
+  if (axis < 0 || axis >= rank || p->shape.rank != 1 || d[0] != xd[axis])
+    return pl_lower_fail (L, "%s: a per-axis parameter that does not match the axis", node->name);
+  pi[0] = idx[axis];
+  return pl_lower_value (L, p, pi);
+}
+
+/* DequantizeLinear: (x - zero point) * scale, the difference exact in 64-bit
+ * integers; QuantizeLinear: rint (x / scale) + zero point (in x's float type),
+ * saturated to the output's range, NaN to the zero point (core/ops-quant.c). */
+static int
+lower_quant (PlLower *L, const PlNode *node, const PlValue *v, int rank, const PlIdx *const *idx)
+{
+  int x = pl_lower_value (L, node->inputs[0], idx), s = quant_param (L, node, 1, rank, idx);
+  bool has_zp = node->n_inputs > 2 && node->inputs[2];
+  int zp = has_zp ? quant_param (L, node, 2, rank, idx) : -1;
+  if (x < 0 || s < 0 || (has_zp && zp < 0))
+    return -1;
+  if (node->op == PL_OP_DequantizeLinear)
+    {
+      int d = pl_lower_cast (L, x, PL_DTYPE_I64);
+      if (has_zp)
+        d = pl_lower_binary (L, PL_SOP_SUB, d, pl_lower_cast (L, zp, PL_DTYPE_I64));
+      return pl_lower_binary (L, PL_SOP_MUL, pl_lower_cast (L, d, v->dtype), s);
+    }
+  PlDType t = pl_lower_dtype (L, x);
+  if (!pl_dtype_is_float (t))
+    return pl_lower_fail (L, "%s of %s", node->op_type, pl_dtype_name (t));
+  if (pl_lower_dtype (L, s) != t)
+    s = pl_lower_cast (L, s, t);
+  int z = has_zp ? pl_lower_cast (L, zp, t) : cf (L, x, 0);
+  int q = pl_lower_binary (L, PL_SOP_ADD, pl_lower_unary (L, PL_SOP_ROUND, pl_lower_div_exact (L, x, s)), z);
+  int lo = cf (L, x, v->dtype == PL_DTYPE_I8 ? -128 : 0), hi = cf (L, x, v->dtype == PL_DTYPE_I8 ? 127 : 255);
+  q = pl_lower_select (L, pl_lower_binary (L, PL_SOP_LT, q, lo), lo, q);
+  q = pl_lower_select (L, pl_lower_binary (L, PL_SOP_GT, q, hi), hi, q);
+  q = pl_lower_select (L, pl_lower_unary (L, PL_SOP_ISNAN, q), z, q);
+  return pl_lower_cast (L, q, v->dtype);
+}
+
 /* --- view ops ----------------------------------------------------------------------- */
 
 static int
@@ -698,6 +757,9 @@ lower_node_output (PlLower *L, PlNode *node, int out, PlValue *v, const PlIdx *c
       }
     case PL_OP_Clip:
       return lower_clip (L, node, rank, idx);
+    case PL_OP_QuantizeLinear:
+    case PL_OP_DequantizeLinear:
+      return lower_quant (L, node, v, rank, idx);
     case PL_OP_Cast:
     case PL_OP_CastLike:
       {
