@@ -463,6 +463,32 @@ eval_slice (const PlNode *node, PlTensor *const *inputs, PlTensor **outputs, GEr
   return true;
 }
 
+bool
+pl_slice_static_geometry (const PlNode *node, int64_t *start, int64_t *step)
+{
+  const PlValue *x = node->op == PL_OP_Slice && node->n_inputs > 0 ? node->inputs[0] : NULL;
+  SliceSpec s;
+  SliceAxis sa[PL_MAX_RANK];
+  PlShape out;
+  bool ok;
+
+  if (!x || !pl_shape_is_static (&x->shape))
+    return false;
+  if (slice_spec_read (node, NULL, &s) != 1)
+    {
+      slice_spec_clear (&s);
+      return false;
+    }
+  ok = slice_shape (&x->shape, &s, &out, sa, NULL);
+  slice_spec_clear (&s);
+  for (int k = 0; ok && k < x->shape.rank; k++)
+    {
+      start[k] = sa[k].start;
+      step[k] = sa[k].step;
+    }
+  return ok;
+}
+
 /* --- Pad ------------------------------------------------------------------ */
 
 /* pads (2 per padded axis: all begins, then all ends) spread over every axis

@@ -40,6 +40,12 @@ int64_t   pl_offset_of          (int64_t linear, int rank, const int64_t *dims,
 bool      pl_broadcast_dims     (int ra, const int64_t *a, int rb, const int64_t *b,
                                  int *rank, int64_t *out, GError **error);
 
+/* A Slice whose input shape is static and whose starts, ends, axes and steps
+ * are constants: input element along axis k = start[k] + step[k] * output
+ * coordinate k (after ONNX clamping; step 1 and start 0 on axes not
+ * sliced; a step may be negative). False when any of it is unknown. */
+bool      pl_slice_static_geometry (const PlNode *node, int64_t *start, int64_t *step);
+
 /* A new output tensor; like pl_tensor_new. */
 PlTensor *pl_out_new            (PlDType dtype, int rank, const int64_t *dims, GError **error);
 

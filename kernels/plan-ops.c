@@ -1,8 +1,8 @@
 /* plan-ops.c — what each op computes at a multi-index: the data functions of
  * the elementwise ops (as scalar instructions), the index functions of the
- * view ops (Reshape, Transpose, Expand, ... compose into the index), and the
- * row reductions (Reduce*, ArgMax/ArgMin, the softmax family and
- * LayerNormalization as reductions plus scalar math).
+ * view ops (Reshape, Transpose, Expand, Slice, Split, ... compose into the
+ * index), and the row reductions (Reduce*, ArgMax/ArgMin, the softmax family
+ * and LayerNormalization as reductions plus scalar math).
  *
  * pl_lower_value (v, idx) returns the instruction computing value v at
  * multi-index idx, recursing through the producers that are members of the
@@ -672,8 +672,58 @@ lower_quant (PlLower *L, const PlNode *node, const PlValue *v, int rank, const P
 
 /* --- view ops ----------------------------------------------------------------------- */
 
+/* Slice with positive steps, and Split: a window of the input, offset (and
+ * strided) along some axes. A negative step would read the coordinate
+ * reversed, which index expressions (non-negative coefficients) do not
+ * hold: that Slice stays a fallback. */
+static bool
+window_index (PlLower *L, const PlNode *node, int out, const PlValue *v, const PlIdx *const *idx,
+              const PlIdx **ii)
+{
+  int rank = v->shape.rank;
+  int64_t start[PL_MAX_RANK], step[PL_MAX_RANK];
+  if (node->op == PL_OP_Slice)
+    {
+      if (!pl_slice_static_geometry (node, start, step))
+        {
+          pl_lower_fail (L, "%s: starts, ends, axes or steps not constant", node->name);
+          return false;
+        }
+    }
+  else
+    {
+      int a;
+      if (!pl_normalize_axis (pl_node_attr_int (node, "axis", 0), rank, &a, NULL))
+        {
+          pl_lower_fail (L, "%s: bad axis", node->name);
+          return false;
+        }
+      for (int k = 0; k < rank; k++)
+        start[k] = 0, step[k] = 1;
+      for (int i = 0; i < out; i++)
+        {
+          if (!node->outputs[i] || !pl_dim_is_static (node->outputs[i]->shape.dims[a]))
+            {
+              pl_lower_fail (L, "%s: part %d's size is not known", node->name, i);
+              return false;
+            }
+          start[a] += node->outputs[i]->shape.dims[a].size;
+        }
+    }
+  for (int k = 0; k < rank; k++)
+    {
+      if (step[k] < 1)
+        {
+          pl_lower_fail (L, "%s: a negative step", node->name);
+          return false;
+        }
+      ii[k] = pl_idx_add (L->arena, pl_idx_const (L->arena, start[k]), pl_idx_mul (L->arena, idx[k], step[k]));
+    }
+  return true;
+}
+
 static int
-lower_view (PlLower *L, const PlNode *node, PlValue *v, const PlIdx *const *idx)
+lower_view (PlLower *L, const PlNode *node, int out, PlValue *v, const PlIdx *const *idx)
 {
   PlValue *in = node->inputs[0];
   int64_t od[PL_MAX_RANK], id[PL_MAX_RANK];
@@ -708,6 +758,11 @@ lower_view (PlLower *L, const PlNode *node, PlValue *v, const PlIdx *const *idx)
     case PL_OP_Expand:
       pl_lower_broadcast_index (L, idx, v->shape.rank, in->shape.rank, id, ii);
       break;
+    case PL_OP_Slice:
+    case PL_OP_Split:
+      if (!window_index (L, node, out, v, idx, ii))
+        return -1;
+      break;
     default: /* Reshape, Flatten, Squeeze, Unsqueeze, Identity: same elements in the same order */
       pl_idx_delinearize (L->arena, pl_idx_linearize (L->arena, v->shape.rank, idx, od), in->shape.rank, id, ii);
       break;
@@ -724,8 +779,8 @@ lower_node_output (PlLower *L, PlNode *node, int out, PlValue *v, const PlIdx *c
   switch (node->op)
     {
     case PL_OP_Reshape: case PL_OP_Flatten: case PL_OP_Squeeze: case PL_OP_Unsqueeze:
-    case PL_OP_Transpose: case PL_OP_Expand: case PL_OP_Identity:
-      return lower_view (L, node, v, idx);
+    case PL_OP_Transpose: case PL_OP_Expand: case PL_OP_Identity: case PL_OP_Slice: case PL_OP_Split:
+      return lower_view (L, node, out, v, idx);
     case PL_OP_LayoutTransform:
       /* logically the identity; the loads and stores put the layouts in */
       return pl_lower_value (L, node->inputs[0], idx);

@@ -31,6 +31,7 @@
 #include "builtin-passes.h"
 #include "cost.h"
 #include "fusion.h"
+#include "ops-util.h"
 #include "rewrite.h"
 
 #include <string.h>
@@ -77,6 +78,20 @@ is_row_reduction (PlOp op)
     }
 }
 
+/* A Slice the kernels read as an index function (plan-ops.c): constant
+ * parameters and positive steps. */
+static bool
+slice_is_window (const PlNode *node)
+{
+  int64_t start[PL_MAX_RANK], step[PL_MAX_RANK];
+  if (!node->inputs[0] || !pl_rw_operands_constant (node) || !pl_slice_static_geometry (node, start, step))
+    return false;
+  for (int k = 0; k < node->inputs[0]->shape.rank; k++)
+    if (step[k] < 1)
+      return false;
+  return true;
+}
+
 static FuseClass
 classify (Ctx *c, const PlNode *node)
 {
@@ -91,6 +106,8 @@ classify (Ctx *c, const PlNode *node)
     case PL_OP_Reshape: case PL_OP_Transpose: case PL_OP_Squeeze: case PL_OP_Unsqueeze:
     case PL_OP_Flatten: case PL_OP_Expand:
       return node->inputs[0] && pl_rw_operands_constant (node) ? FUSE_INDEX : FUSE_NONE;
+    case PL_OP_Slice:
+      return slice_is_window (node) ? FUSE_INDEX : FUSE_NONE;
     default:
       break;
     }

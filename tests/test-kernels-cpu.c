@@ -477,6 +477,46 @@ test_fallback (void)
   g_assert_nonnull (strstr (json, "\"fallback\": true"));
 }
 
+/* Slice (positive steps) and Split are index functions: generated, and a
+ * Slice fuses into the loop around it; a negative step, which an index
+ * expression cannot hold, still runs right as the reference. */
+static void
+test_slice_split (void)
+{
+  g_autoptr (PlGraph) g = pl_test_parse (PL_TEST_SLICE_SPLIT_GRAPH);
+  g_autoptr (PlRunReport) r = check_graph (g, 17, 1e-6, 1e-6);
+  g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
+
+  /* y[i, j, k] = relu (exp (x[i, 1 + 3 j, 1 + 2 k])): one loop */
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-loops");
+  g_autoptr (PlRunReport) rf = check_graph (f, 17, 1e-6, 1e-6);
+  g_assert_cmpint (count_kind (rf, "fallback"), ==, 0);
+  gboolean sliced = FALSE;
+  for (guint i = 0; i < f->nodes->len; i++)
+    {
+      PlNode *n = g_ptr_array_index (f->nodes, i);
+      if (!n->body || n->outputs[0] != pl_graph_find_value (f, "y"))
+        continue;
+      g_autoptr (GError) error = NULL;
+      g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", n, &error);
+      g_assert_no_error (error);
+      g_autofree char *dump = pl_kernel_plan_dump (p);
+      g_assert_nonnull (strstr (dump, "loop dims [3, 3, 6]"));
+      g_assert_nonnull (strstr (dump, "in0[(120 * c0 + 36 * c1 + 2 * c2 + 13)]"));
+      sliced = TRUE;
+    }
+  g_assert_true (sliced);
+
+  g_autoptr (PlGraph) neg = pl_test_parse (
+    "graph sn opset 17 {\n"
+    "  input x: f32[4, 7]\n"
+    "  const st: i64[1] = [-1]\n  const en: i64[1] = [-100]\n"
+    "  const ax: i64[1] = [1]\n  const sp: i64[1] = [-2]\n"
+    "  s = Slice(x, st, en, ax, sp)\n  output s\n}\n");
+  g_autoptr (PlRunReport) rn = check_graph (neg, 18, 0, 0);
+  g_assert_cmpint (count_kind (rn, "fallback"), ==, 1);
+}
+
 /* A fusion whose body is not one kernel (reductions over different rows)
  * runs as the fewest runs of body nodes that each are one kernel: here
  * ReduceSum over rows, then ReduceSum over columns with the Add: one table
@@ -1222,6 +1262,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/conv-transpose", test_conv_transpose);
   g_test_add_func ("/Passlab/KernelsCpu/fallback", test_fallback);
   g_test_add_func ("/Passlab/KernelsCpu/split-fusion", test_split_fusion);
+  g_test_add_func ("/Passlab/KernelsCpu/slice-split", test_slice_split);
   g_test_add_func ("/Passlab/KernelsCpu/cache", test_cache);
   g_test_add_func ("/Passlab/KernelsCpu/memory-and-trace", test_memory_and_trace);
   g_test_add_func ("/Passlab/KernelsCpu/in-place/chain", test_in_place_chain);

@@ -10,6 +10,17 @@
 #define PL_DIMS(...) ((const int64_t[]) { __VA_ARGS__ })
 #define PL_VALS(...) ((const double[]) { __VA_ARGS__ })
 
+/* A strided Slice between two elementwise ops and an equal Split, for the
+ * backends' tests: y = relu (exp (x[:, 1:9:3, 1::2])), p0, and p1 + p2. */
+#define PL_TEST_SLICE_SPLIT_GRAPH \
+  "graph sl opset 17 {\n" \
+  "  input x: f32[3, 10, 12]\n" \
+  "  const st: i64[2] = [1, -11]\n  const en: i64[2] = [9, 100]\n" \
+  "  const ax: i64[2] = [1, 2]\n  const sp: i64[2] = [3, 2]\n" \
+  "  e = Exp(x)\n  s = Slice(e, st, en, ax, sp)\n  y = Relu(s)\n" \
+  "  p0, p1, p2 = Split(x) {axis=2}\n  q = Add(p1, p2)\n" \
+  "  output y, p0, q\n}\n"
+
 /* A new tensor filled from values (row-major; NULL for zeros). */
 PlTensor  *pl_test_tensor        (PlDType dtype, int rank, const int64_t *dims, const double *values);
 /* A tensor of random values in [lo, hi). */
