@@ -271,7 +271,8 @@ emit_pass_body (Emit *e, int pass)
 static bool
 prefetched (const PlLoopPlan *lp, const PlInstr *x)
 {
-  if (x->op != PL_SOP_LOAD || !x->used || x->level != PL_LEVEL_ELEM || !(x->passes & 1u) || lp->n_kept < 1)
+  if (x->op != PL_SOP_LOAD || x->slot == PL_SLOT_INDEX || !x->used || x->level != PL_LEVEL_ELEM ||
+      !(x->passes & 1u) || lp->n_kept < 1)
     return false;
   /* the reduced dims laid out as one contiguous row, the last kept dim a row apart */
   int64_t stride = 1;
@@ -369,7 +370,7 @@ pass_row_bytes (const Emit *e, int pass)
   for (guint i = 0; i < lp->instrs->len; i++)
     {
       const PlInstr *x = pl_loop_instr (lp, (int) i);
-      if ((x->passes & (1u << pass)) && x->level == PL_LEVEL_ELEM && (x->op == PL_SOP_LOAD || x->scratch >= 0))
+      if ((x->passes & (1u << pass)) && x->level == PL_LEVEL_ELEM && ((x->op == PL_SOP_LOAD && x->slot != PL_SLOT_INDEX) || x->scratch >= 0))
         per_elem += (int64_t) pl_dtype_size (x->dtype);
     }
   for (guint s = 0; s < lp->stores->len; s++)

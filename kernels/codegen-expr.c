@@ -206,7 +206,8 @@ pl_codegen_expr (const PlLoopPlan *lp, int i)
     case PL_SOP_LOAD:
       {
         g_autofree char *ix = pl_idx_to_c (x->index, pl_codegen_coord_names ());
-        return g_strdup_printf ("in%d[%s]", x->slot, ix);
+        return x->slot == PL_SLOT_INDEX ? g_strdup_printf ("((int64_t) (%s))", ix)
+                                        : g_strdup_printf ("in%d[%s]", x->slot, ix);
       }
     case PL_SOP_CONST:
       return pl_codegen_literal (x->dtype, x->imm, x->imm_i);

@@ -45,6 +45,7 @@ int  pl_lower_select   (PlLower *L, int cond, int a, int b);
 int  pl_lower_cast     (PlLower *L, int a, PlDType to);
 int  pl_lower_reduce   (PlLower *L, PlReduceKind kind, int arg, PlDType dtype, bool select_last);
 int  pl_lower_rindex   (PlLower *L);
+int  pl_lower_index_value (PlLower *L, const PlIdx *index);   /* index's value, i64 (PL_SLOT_INDEX) */
 PlDType pl_lower_dtype (PlLower *L, int instr);
 
 /* --- per-op lowering (plan-ops.c) ---------------------------------------------- */

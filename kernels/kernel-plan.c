@@ -137,6 +137,12 @@ pl_lower_load_slot (PlLower *L, int slot, PlDType dtype, const PlIdx *offset)
 }
 
 int
+pl_lower_index_value (PlLower *L, const PlIdx *index)
+{
+  return pl_lower_load_slot (L, PL_SLOT_INDEX, PL_DTYPE_I64, index);
+}
+
+int
 pl_lower_slot (PlLower *L, PlValue *v)
 {
   int slot = GPOINTER_TO_INT (g_hash_table_lookup (L->slots, v)) - 1;
@@ -754,7 +760,7 @@ pl_kernel_plan_for_node (const char *name, const PlNode *cnode, GError **error)
   g_autoptr (GError) local = NULL;
   PlKernelPlan *p = NULL;
   if (pl_op_info (node->op)->category != PL_CAT_SHAPE || node->op == PL_OP_Transpose || node->op == PL_OP_Expand ||
-      node->op == PL_OP_Slice || node->op == PL_OP_Split || is_view_op (node))
+      node->op == PL_OP_Slice || node->op == PL_OP_Split || node->op == PL_OP_Concat || is_view_op (node))
     p = pl_kernel_plan_new (name, &node, 1, (PlValue *const *) outs->pdata, (int) outs->len, NULL, &local);
   if (p)
     return p;
@@ -819,7 +825,10 @@ pl_kernel_plan_dump (const PlKernelPlan *p)
       if (x->op == PL_SOP_LOAD)
         {
           g_autofree char *ix = pl_idx_to_c (x->index, names);
-          g_string_append_printf (s, " in%d[%s]", x->slot, ix);
+          if (x->slot == PL_SLOT_INDEX)
+            g_string_append_printf (s, " index(%s)", ix);
+          else
+            g_string_append_printf (s, " in%d[%s]", x->slot, ix);
         }
       else if (x->op == PL_SOP_CONST && pl_dtype_is_float (x->dtype))
         g_string_append_printf (s, " %g", x->imm);

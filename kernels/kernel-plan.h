@@ -30,9 +30,14 @@
 
 G_BEGIN_DECLS
 
+/* The slot of a LOAD that reads no input but yields its index expression's
+ * value: what selects a Concat's input. A load, so that the loop plan
+ * renames, coalesces and levels it like every other index. */
+#define PL_SLOT_INDEX (-1)
+
 typedef enum {
   /* leaves */
-  PL_SOP_LOAD,      /* input[slot][index] */
+  PL_SOP_LOAD,      /* input[slot][index]; slot PL_SLOT_INDEX: the index's value (i64) */
   PL_SOP_CONST,     /* imm (floats) / imm_i (integers and bool) */
   PL_SOP_REDUCED,   /* the result of reduction `reduction` for this row */
   PL_SOP_RINDEX,    /* linear index of the element within its row (i64) */

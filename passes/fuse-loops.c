@@ -3,7 +3,9 @@
  *
  * Fusible are elementwise and broadcast ops (their data functions), the view
  * and layout ops Reshape, Transpose, Squeeze, Unsqueeze, Flatten and Expand
- * whose shape/axes operands are constants (they fold in as index functions),
+ * whose shape/axes operands are constants, Slice with constant parameters and
+ * positive steps, and Concat of static shapes (they fold in as index
+ * functions; Concat as a select among its inputs, plan-ops.c),
  * and — with input_fusion — reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/
  * LogSum/LogSumExp/SumSquare, ArgMax/ArgMin and Softmax/LogSoftmax/Hardmax.
  * Compute-intensive ops, fusion nodes and everything else stay as they are.
@@ -108,6 +110,11 @@ classify (Ctx *c, const PlNode *node)
       return node->inputs[0] && pl_rw_operands_constant (node) ? FUSE_INDEX : FUSE_NONE;
     case PL_OP_Slice:
       return slice_is_window (node) ? FUSE_INDEX : FUSE_NONE;
+    case PL_OP_Concat:
+      for (int i = 0; i < node->n_inputs; i++)
+        if (!node->inputs[i] || !pl_shape_is_static (&node->inputs[i]->shape))
+          return FUSE_NONE;
+      return FUSE_INDEX;
     default:
       break;
     }

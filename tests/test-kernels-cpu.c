@@ -517,6 +517,29 @@ test_slice_split (void)
   g_assert_cmpint (count_kind (rn, "fallback"), ==, 1);
 }
 
+/* Concat is generated (a select among its inputs on the axis coordinate) and
+ * fuses with the ops around it. */
+static void
+test_concat (void)
+{
+  g_autoptr (PlGraph) g = pl_test_parse (PL_TEST_CONCAT_GRAPH);
+  g_autoptr (PlRunReport) r = check_graph (g, 19, 1e-6, 1e-6);
+  g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
+
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-loops");
+  g_autoptr (PlRunReport) rf = check_graph (f, 19, 1e-6, 1e-6);
+  g_assert_cmpint (count_kind (rf, "fallback"), ==, 0);
+  g_assert_cmpint (rf->n_kernels, ==, 3);   /* Exp+Concat+Relu, Concat+Neg, Concat */
+  PlNode *n = pl_graph_find_value (f, "y")->producer;
+  g_assert_nonnull (n->body);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", n, &error);
+  g_assert_no_error (error);
+  g_autofree char *dump = pl_kernel_plan_dump (p);
+  g_assert_nonnull (strstr (dump, "loop dims [2, 8, 5]"));
+  g_assert_nonnull (strstr (dump, "index(c1)"));
+}
+
 /* A fusion whose body is not one kernel (reductions over different rows)
  * runs as the fewest runs of body nodes that each are one kernel: here
  * ReduceSum over rows, then ReduceSum over columns with the Add: one table
@@ -1263,6 +1286,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/fallback", test_fallback);
   g_test_add_func ("/Passlab/KernelsCpu/split-fusion", test_split_fusion);
   g_test_add_func ("/Passlab/KernelsCpu/slice-split", test_slice_split);
+  g_test_add_func ("/Passlab/KernelsCpu/concat", test_concat);
   g_test_add_func ("/Passlab/KernelsCpu/cache", test_cache);
   g_test_add_func ("/Passlab/KernelsCpu/memory-and-trace", test_memory_and_trace);
   g_test_add_func ("/Passlab/KernelsCpu/in-place/chain", test_in_place_chain);

@@ -274,20 +274,34 @@ test_dtypes_and_reductions (void)
   run_on_gpu (f);
 }
 
+/* Compiles (and with a GPU runs) the graph as it is and after fuse-loops. */
+static void
+check_unfused_and_fused (const char *text, int n_unfused, int n_fused)
+{
+  if (skip_without_nvrtc ())
+    return;
+  g_autoptr (PlGraph) g = pl_test_parse (text);
+  g_autofree char *src = compile_check (g, n_unfused);
+  run_on_gpu (g);
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-loops");
+  g_autofree char *src2 = compile_check (f, n_fused);
+  run_on_gpu (f);
+}
+
 /* Slice (strided, positive steps) and Split as index functions, alone and
  * fused with their neighbours: NVRTC compiles them, and the device (or the
  * emulator) agrees with the reference. */
 static void
 test_slice_split (void)
 {
-  if (skip_without_nvrtc ())
-    return;
-  g_autoptr (PlGraph) g = pl_test_parse (PL_TEST_SLICE_SPLIT_GRAPH);
-  g_autofree char *src = compile_check (g, 5);
-  run_on_gpu (g);
-  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-loops");
-  g_autofree char *src2 = compile_check (f, 1);
-  run_on_gpu (f);
+  check_unfused_and_fused (PL_TEST_SLICE_SPLIT_GRAPH, 5, 1);
+}
+
+/* Concat as a select among its inputs, alone and fused. */
+static void
+test_concat (void)
+{
+  check_unfused_and_fused (PL_TEST_CONCAT_GRAPH, 6, 3);
 }
 
 /* Library kernels: the epilogue of a GEMM and a direct convolution. */
@@ -412,6 +426,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/split-rows", test_split_rows);
   g_test_add_func ("/Passlab/KernelsCuda/dtypes-and-reductions", test_dtypes_and_reductions);
   g_test_add_func ("/Passlab/KernelsCuda/slice-split", test_slice_split);
+  g_test_add_func ("/Passlab/KernelsCuda/concat", test_concat);
   g_test_add_func ("/Passlab/KernelsCuda/library", test_library);
   g_test_add_func ("/Passlab/KernelsCuda/conv-transpose", test_conv_transpose);
   g_test_add_func ("/Passlab/KernelsCuda/in-place", test_in_place);

@@ -21,6 +21,15 @@
   "  p0, p1, p2 = Split(x) {axis=2}\n  q = Add(p1, p2)\n" \
   "  output y, p0, q\n}\n"
 
+/* Concats along an outer, the middle and the last axis, one between an
+ * Exp and a Relu. */
+#define PL_TEST_CONCAT_GRAPH \
+  "graph cc opset 17 {\n" \
+  "  input a: f32[2, 3, 5]\n  input b: f32[2, 4, 5]\n  input d: f32[2, 1, 5]\n" \
+  "  ea = Exp(a)\n  c = Concat(ea, b, d) {axis=1}\n  y = Relu(c)\n" \
+  "  e = Concat(a, a) {axis=-1}\n  z = Neg(e)\n  f = Concat(b, b) {axis=0}\n" \
+  "  output y, z, f\n}\n"
+
 /* A new tensor filled from values (row-major; NULL for zeros). */
 PlTensor  *pl_test_tensor        (PlDType dtype, int rank, const int64_t *dims, const double *values);
 /* A tensor of random values in [lo, hi). */
