@@ -584,6 +584,13 @@ infer_pad (PlNode *node, GError **error)
   return true;
 }
 
+bool
+pl_pad_static_geometry (const PlNode *node, int64_t *begin, int64_t *end)
+{
+  const PlValue *x = node->op == PL_OP_Pad && node->n_inputs > 0 ? node->inputs[0] : NULL;
+  return x && x->shape.rank >= 0 && pad_read (node, NULL, x->shape.rank, begin, end, NULL) == 1;
+}
+
 /* Source index along an axis of size d for padded coordinate i (may be
  * outside [0, d)), or -1 for the constant. reflect mirrors without repeating
  * the edge, like numpy (periodic for pads longer than the axis). */

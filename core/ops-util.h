@@ -45,6 +45,9 @@ bool      pl_broadcast_dims     (int ra, const int64_t *a, int rb, const int64_t
  * coordinate k (after ONNX clamping; step 1 and start 0 on axes not
  * sliced; a step may be negative). False when any of it is unknown. */
 bool      pl_slice_static_geometry (const PlNode *node, int64_t *start, int64_t *step);
+/* A Pad whose pads (and axes) are constants: the elements added before and
+ * after each axis (negative: cropped). False when they are not known. */
+bool      pl_pad_static_geometry   (const PlNode *node, int64_t *begin, int64_t *end);
 
 /* A new output tensor; like pl_tensor_new. */
 PlTensor *pl_out_new            (PlDType dtype, int rank, const int64_t *dims, GError **error);

@@ -55,6 +55,11 @@ int  pl_lower_value    (PlLower *L, PlValue *v, const PlIdx *const *idx);
  * input, false for ops that are not row reductions or whose axes are not
  * known. */
 bool pl_lower_row_axes (const PlNode *node, bool *mask);
+/* Concat, Pad (constant mode) and Trilu: a select among places picked by
+ * the coordinates (plan-select.c). */
+int  pl_lower_concat   (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
+int  pl_lower_pad      (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
+int  pl_lower_trilu    (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 /* The multi-index into a tensor of in_rank/in_dims broadcast (numpy rules)
  * to out_rank at idx. */
 void pl_lower_broadcast_index (PlLower *L, const PlIdx *const *idx, int out_rank, int in_rank,

@@ -770,46 +770,6 @@ lower_view (PlLower *L, const PlNode *node, int out, PlValue *v, const PlIdx *co
   return pl_lower_value (L, in, ii);
 }
 
-/* Concat: output coordinate c along the axis comes from input i where
- * off_i <= c < off_i+1, picked by a chain of selects on c's value. Every
- * input is read at every point, at (c + m_i n_i - off_i) mod n_i along the
- * axis (m_i n_i >= off_i): c - off_i where input i is the one picked, and
- * inside its bounds elsewhere. So a Concat of k inputs reads k times its
- * output; fused with its producers and consumers it still saves their
- * round trips through memory, and on CUDA the copy to the host and back of
- * the reference fallback. */
-static int
-lower_concat (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
-{
-  int rank = v->shape.rank, a;
-  if (!pl_normalize_axis (pl_node_attr_int (node, "axis", 0), rank, &a, NULL))
-    return pl_lower_fail (L, "%s: bad axis", node->name);
-  int c = pl_lower_index_value (L, idx[a]);
-  int result = -1;
-  int64_t off = 0;
-  for (int i = 0; i < node->n_inputs; i++)
-    {
-      PlValue *in = node->inputs[i];
-      int64_t id[PL_MAX_RANK];
-      if (!static_dims (in, id) || in->shape.rank != rank)
-        return pl_lower_fail (L, "%s without static shapes", node->name);
-      int64_t n = id[a];
-      if (n == 0)
-        continue;
-      const PlIdx *ii[PL_MAX_RANK];
-      memcpy (ii, idx, sizeof (ii[0]) * rank);
-      int64_t shift = (off + n - 1) / n * n - off;
-      ii[a] = pl_idx_mod (L->arena, pl_idx_add (L->arena, idx[a], pl_idx_const (L->arena, shift)), n);
-      int x = pl_lower_value (L, in, ii);
-      /* inputs before this one were picked below off: keep them there */
-      result = result < 0 ? x
-               : pl_lower_select (L, pl_lower_binary (L, PL_SOP_LT, c, pl_lower_const (L, PL_DTYPE_I64, (double) off)),
-                                  result, x);
-      off += n;
-    }
-  return result < 0 ? pl_lower_fail (L, "%s: every input is empty", node->name) : result;
-}
-
 /* --- dispatch ------------------------------------------------------------------------ */
 
 static int
@@ -822,7 +782,11 @@ lower_node_output (PlLower *L, PlNode *node, int out, PlValue *v, const PlIdx *c
     case PL_OP_Transpose: case PL_OP_Expand: case PL_OP_Identity: case PL_OP_Slice: case PL_OP_Split:
       return lower_view (L, node, out, v, idx);
     case PL_OP_Concat:
-      return lower_concat (L, node, v, idx);
+      return pl_lower_concat (L, node, v, idx);
+    case PL_OP_Pad:
+      return pl_lower_pad (L, node, v, idx);
+    case PL_OP_Trilu:
+      return pl_lower_trilu (L, node, v, idx);
     case PL_OP_LayoutTransform:
       /* logically the identity; the loads and stores put the layouts in */
       return pl_lower_value (L, node->inputs[0], idx);

@@ -540,6 +540,19 @@ test_concat (void)
   g_assert_nonnull (strstr (dump, "index(c1)"));
 }
 
+/* Pad (constant mode) and Trilu are generated, and Pad fuses. */
+static void
+test_pad_trilu (void)
+{
+  g_autoptr (PlGraph) g = pl_test_parse (PL_TEST_PAD_TRILU_GRAPH);
+  g_autoptr (PlRunReport) r = check_graph (g, 20, 1e-6, 1e-6);
+  g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-loops");
+  g_autoptr (PlRunReport) rf = check_graph (f, 20, 1e-6, 1e-6);
+  g_assert_cmpint (count_kind (rf, "fallback"), ==, 0);
+  g_assert_nonnull (pl_graph_find_value (f, "y")->producer->body);   /* Exp+Pad+Relu */
+}
+
 /* A fusion whose body is not one kernel (reductions over different rows)
  * runs as the fewest runs of body nodes that each are one kernel: here
  * ReduceSum over rows, then ReduceSum over columns with the Add: one table
@@ -1287,6 +1300,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/split-fusion", test_split_fusion);
   g_test_add_func ("/Passlab/KernelsCpu/slice-split", test_slice_split);
   g_test_add_func ("/Passlab/KernelsCpu/concat", test_concat);
+  g_test_add_func ("/Passlab/KernelsCpu/pad-trilu", test_pad_trilu);
   g_test_add_func ("/Passlab/KernelsCpu/cache", test_cache);
   g_test_add_func ("/Passlab/KernelsCpu/memory-and-trace", test_memory_and_trace);
   g_test_add_func ("/Passlab/KernelsCpu/in-place/chain", test_in_place_chain);

@@ -304,6 +304,13 @@ test_concat (void)
   check_unfused_and_fused (PL_TEST_CONCAT_GRAPH, 6, 3);
 }
 
+/* Pad (constant mode) and Trilu, alone and fused. */
+static void
+test_pad_trilu (void)
+{
+  check_unfused_and_fused (PL_TEST_PAD_TRILU_GRAPH, 6, 3);
+}
+
 /* Library kernels: the epilogue of a GEMM and a direct convolution. */
 static void
 test_library (void)
@@ -427,6 +434,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/dtypes-and-reductions", test_dtypes_and_reductions);
   g_test_add_func ("/Passlab/KernelsCuda/slice-split", test_slice_split);
   g_test_add_func ("/Passlab/KernelsCuda/concat", test_concat);
+  g_test_add_func ("/Passlab/KernelsCuda/pad-trilu", test_pad_trilu);
   g_test_add_func ("/Passlab/KernelsCuda/library", test_library);
   g_test_add_func ("/Passlab/KernelsCuda/conv-transpose", test_conv_transpose);
   g_test_add_func ("/Passlab/KernelsCuda/in-place", test_in_place);

@@ -30,6 +30,17 @@
   "  e = Concat(a, a) {axis=-1}\n  z = Neg(e)\n  f = Concat(b, b) {axis=0}\n" \
   "  output y, z, f\n}\n"
 
+/* Pad in constant mode (padding, cropping, both on one axis, a pad value)
+ * between an Exp and a Relu, and Trilu upper and lower. */
+#define PL_TEST_PAD_TRILU_GRAPH \
+  "graph pt opset 17 {\n" \
+  "  input x: f32[2, 3, 6, 7]\n" \
+  "  const pads: i64[8] = [0, 0, 1, 2, 0, 0, 2, 1]\n  const crop: i64[8] = [0, -1, 2, -3, 1, 1, -2, 3]\n" \
+  "  const val: f32[] = 0.25\n  const k: i64[] = -1\n" \
+  "  e = Exp(x)\n  p = Pad(e, pads)\n  y = Relu(p)\n  q = Pad(x, crop, val)\n" \
+  "  u = Trilu(x, k)\n  l = Trilu(x) {upper=0}\n" \
+  "  output y, q, u, l\n}\n"
+
 /* A new tensor filled from values (row-major; NULL for zeros). */
 PlTensor  *pl_test_tensor        (PlDType dtype, int rank, const int64_t *dims, const double *values);
 /* A tensor of random values in [lo, hi). */

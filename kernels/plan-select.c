@@ -1,0 +1,143 @@
+/* plan-select.c — the ops whose element comes from one of several places
+ * picked by its coordinates: Concat (which input), Pad in constant mode
+ * (the input or the pad value) and Trilu (the input or zero). The
+ * coordinates' values are loads of slot PL_SLOT_INDEX, compared as i64;
+ * every candidate is computed and a select keeps one (the generators emit
+ * straight-line code), so every read must be in bounds wherever it is not
+ * the one picked: the reads wrap around their axis (mod its size).
+ */
+#define G_LOG_DOMAIN "passlab"
+#include "kernel-plan-private.h"
+
+#include "ops-util.h"
+
+#include <string.h>
+
+/* x < bound (bound an i64 constant), as a bool instruction. */
+static int
+below (PlLower *L, int x, int64_t bound)
+{
+  return pl_lower_binary (L, PL_SOP_LT, x, pl_lower_const (L, PL_DTYPE_I64, (double) bound));
+}
+
+/* idx - shift along an axis of size n, wrapped into [0, n): exactly idx -
+ * shift wherever 0 <= idx - shift < n. */
+static const PlIdx *
+wrapped (PlLower *L, const PlIdx *idx, int64_t shift, int64_t n)
+{
+  int64_t up = ((-shift) % n + n) % n;   /* >= 0, congruent to -shift */
+  return pl_idx_mod (L->arena, pl_idx_add (L->arena, idx, pl_idx_const (L->arena, up)), n);
+}
+
+/* Concat: output coordinate c along the axis comes from input i where
+ * off_i <= c < off_i+1, picked by a chain of selects on c's value. Every
+ * input is read at every point, at (c + m_i n_i - off_i) mod n_i along the
+ * axis (m_i n_i >= off_i): c - off_i where input i is the one picked, and
+ * inside its bounds elsewhere. So a Concat of k inputs reads k times its
+ * output; fused with its producers and consumers it still saves their
+ * round trips through memory, and on CUDA the copy to the host and back of
+ * the reference fallback. */
+int
+pl_lower_concat (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
+{
+  int rank = v->shape.rank, a;
+  if (!pl_normalize_axis (pl_node_attr_int (node, "axis", 0), rank, &a, NULL))
+    return pl_lower_fail (L, "%s: bad axis", node->name);
+  int c = pl_lower_index_value (L, idx[a]);
+  int result = -1;
+  int64_t off = 0;
+  for (int i = 0; i < node->n_inputs; i++)
+    {
+      PlValue *in = node->inputs[i];
+      int64_t id[PL_MAX_RANK];
+      if (!in || in->shape.rank != rank || !pl_shape_get_dims (&in->shape, id))
+        return pl_lower_fail (L, "%s without static shapes", node->name);
+      int64_t n = id[a];
+      if (n == 0)
+        continue;
+      const PlIdx *ii[PL_MAX_RANK];
+      memcpy (ii, idx, sizeof (ii[0]) * rank);
+      ii[a] = wrapped (L, idx[a], off, n);
+      int x = pl_lower_value (L, in, ii);
+      /* inputs before this one were picked below off: keep them there */
+      result = result < 0 ? x
+               : pl_lower_select (L, below (L, c, off), result, x);
+      off += n;
+    }
+  return result < 0 ? pl_lower_fail (L, "%s: every input is empty", node->name) : result;
+}
+
+/* Pad, constant mode: the input where every coordinate lies inside it (c_k -
+ * begin_k in [0, n_k)), else the pad value. A negative begin crops: a plain
+ * offset, no test (and no wrap, unless the axis is padded at its end).
+ * Other modes (edge, reflect, wrap) stay the reference. */
+int
+pl_lower_pad (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
+{
+  int rank = v->shape.rank;
+  int64_t begin[PL_MAX_RANK], end[PL_MAX_RANK], id[PL_MAX_RANK];
+  PlValue *in = node->inputs[0];
+  if (strcmp (pl_node_attr_string (node, "mode", "constant"), "constant") != 0)
+    return pl_lower_fail (L, "%s: pad mode %s", node->name, pl_node_attr_string (node, "mode", ""));
+  if (!pl_pad_static_geometry (node, begin, end) || !in || !pl_shape_get_dims (&in->shape, id))
+    return pl_lower_fail (L, "%s: pads or shape not constant", node->name);
+  double fill = 0;
+  PlValue *cv = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  if (node->graph && node->graph->opset > 0 && node->graph->opset < 11)
+    fill = pl_node_attr_float (node, "value", 0.0f);
+  else if (cv)
+    {
+      PlTensor *t = pl_value_constant (cv);
+      if (!t || t->numel != 1)
+        return pl_lower_fail (L, "%s: the pad value is not a constant", node->name);
+      fill = pl_tensor_get_f64 (t, 0);
+    }
+  const PlIdx *ii[PL_MAX_RANK];
+  int inside = -1;
+  for (int k = 0; k < rank; k++)
+    {
+      if (id[k] == 0)
+        return pl_lower_fail (L, "%s: an empty axis", node->name);
+      if (begin[k] <= 0 && end[k] <= 0)   /* cropped only: always inside */
+        ii[k] = pl_idx_add (L->arena, idx[k], pl_idx_const (L->arena, -begin[k]));
+      else
+        ii[k] = wrapped (L, idx[k], begin[k], id[k]);
+      int c = begin[k] > 0 || end[k] > 0 ? pl_lower_index_value (L, idx[k]) : -1;
+      if (begin[k] > 0)
+        {
+          int t = pl_lower_binary (L, PL_SOP_GE, c, pl_lower_const (L, PL_DTYPE_I64, (double) begin[k]));
+          inside = inside < 0 ? t : pl_lower_binary (L, PL_SOP_AND, inside, t);
+        }
+      if (end[k] > 0)     /* else every c < begin + n */
+        {
+          int t = below (L, c, begin[k] + id[k]);
+          inside = inside < 0 ? t : pl_lower_binary (L, PL_SOP_AND, inside, t);
+        }
+    }
+  int x = pl_lower_value (L, in, ii);
+  return inside < 0 ? x : pl_lower_select (L, inside, x, pl_lower_const (L, v->dtype, fill));
+}
+
+/* Trilu: the input where col - row >= k (upper) or <= k (lower) in the last
+ * two dims, else zero. */
+int
+pl_lower_trilu (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
+{
+  int rank = v->shape.rank;
+  int64_t k = 0;
+  PlValue *kv = node->n_inputs > 1 ? node->inputs[1] : NULL;
+  if (kv)
+    {
+      PlTensor *t = pl_value_constant (kv);
+      if (!t || t->numel != 1)
+        return pl_lower_fail (L, "%s: k is not a constant", node->name);
+      k = pl_tensor_get_i64 (t, 0);
+    }
+  if (rank < 2)
+    return pl_lower_fail (L, "%s: rank %d", node->name, rank);
+  int diff = pl_lower_binary (L, PL_SOP_SUB, pl_lower_index_value (L, idx[rank - 1]),
+                              pl_lower_index_value (L, idx[rank - 2]));
+  int kc = pl_lower_const (L, PL_DTYPE_I64, (double) k);
+  int keep = pl_lower_binary (L, pl_node_attr_int (node, "upper", 1) ? PL_SOP_GE : PL_SOP_LE, diff, kc);
+  return pl_lower_select (L, keep, pl_lower_value (L, node->inputs[0], idx), pl_lower_const (L, v->dtype, 0));
+}
