@@ -395,6 +395,89 @@ eval_resize (const PlNode *node, PlTensor *const *inputs, PlTensor **outputs, GE
   return true;
 }
 
+/* maps[k][o]: the input element along axis k that output coordinate o of a
+ * nearest Resize copies (g_malloc'd per axis); false (nothing allocated)
+ * when not known at compile time or when some output falls outside the
+ * input (tf_crop_and_resize's extrapolation). */
+static bool
+nearest_maps (const PlNode *node, int64_t **maps)
+{
+  const PlValue *x = node->op == PL_OP_Resize && node->n_inputs > 0 ? node->inputs[0] : NULL;
+  double scales[PL_MAX_RANK], roi[2 * PL_MAX_RANK];
+  PlShape out;
+  ResizeAttrs ra;
+
+  if (!x || !pl_shape_is_static (&x->shape) || !resize_attrs (node, &ra, NULL) || strcmp (ra.mode, "nearest") != 0
+      || resize_shape (node, NULL, &x->shape, scales, roi, &out, NULL) != 1)
+    return false;
+  int r = x->shape.rank;
+  for (int k = 0; k < r; k++)
+    maps[k] = NULL;
+  for (int k = 0; k < r; k++)
+    {
+      int64_t in = x->shape.dims[k].size, n = out.dims[k].size;
+      maps[k] = g_new (int64_t, MAX (n, 1));
+      for (int64_t o = 0; o < n; o++)
+        {
+          Taps t;
+          double xo = resize_source_coord (&ra, o, in, n, scales[k], roi[k], roi[r + k], &t.outside);
+          resize_taps (&ra, xo, in, &t);
+          if (t.outside || in == 0)
+            {
+              for (int j = 0; j <= k; j++)
+                g_clear_pointer (&maps[j], g_free);
+              return false;
+            }
+          maps[k][o] = t.idx[0];
+        }
+    }
+  return true;
+}
+
+/* Whether map[i] = b + (m i + o) / q for i < n, with m >= 0, 0 <= o < q:
+ * a Resize by an integer factor down (q 1) or up (m 1), or none. */
+static bool
+index_form (const int64_t *map, int64_t n, int64_t in, PlResizeAxis *f)
+{
+  f->b = map[0];
+  f->m = n > 1 ? map[1] - map[0] : 0;
+  f->o = 0;
+  f->q = 1;
+  bool ok = f->m >= 0;
+  for (int64_t i = 0; ok && i < n; i++)
+    ok = map[i] == f->b + f->m * i;
+  if (ok)
+    return true;
+  f->m = 1;
+  for (f->q = MAX (n / MAX (in, 1), 2); f->q <= n / MAX (in, 1) + 1; f->q++)
+    for (f->o = 0; f->o < f->q; f->o++)
+      {
+        ok = true;
+        for (int64_t i = 0; ok && i < n; i++)
+          ok = map[i] == f->b + (i + f->o) / f->q;
+        if (ok)
+          return true;
+      }
+  return false;
+}
+
+bool
+pl_resize_nearest_form (const PlNode *node, PlResizeAxis *axes)
+{
+  int64_t *maps[PL_MAX_RANK];
+  if (!nearest_maps (node, maps))
+    return false;
+  bool ok = true;
+  const PlValue *x = node->inputs[0], *y = node->outputs[0];
+  for (int k = 0; k < x->shape.rank; k++)
+    {
+      ok = ok && y && pl_dim_is_static (y->shape.dims[k])
+           && index_form (maps[k], y->shape.dims[k].size, x->shape.dims[k].size, &axes[k]);
+      g_free (maps[k]);
+    }
+  return ok;
+}
+
 /* --- registration --------------------------------------------------------- */
 
 void

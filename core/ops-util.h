@@ -48,6 +48,14 @@ bool      pl_slice_static_geometry (const PlNode *node, int64_t *start, int64_t 
 /* A Pad whose pads (and axes) are constants: the elements added before and
  * after each axis (negative: cropped). False when they are not known. */
 bool      pl_pad_static_geometry   (const PlNode *node, int64_t *begin, int64_t *end);
+/* A nearest-mode Resize of a static input whose scales or sizes (and roi)
+ * are constants and whose every axis copies input element b + (m o + o0) / q
+ * to output coordinate o (an integer factor down or up, or none): those
+ * numbers per axis. False when any of it is unknown or has another form. */
+typedef struct {
+  int64_t b, m, o, q;
+} PlResizeAxis;
+bool      pl_resize_nearest_form   (const PlNode *node, PlResizeAxis *axes);
 
 /* A new output tensor; like pl_tensor_new. */
 PlTensor *pl_out_new            (PlDType dtype, int rank, const int64_t *dims, GError **error);

@@ -760,7 +760,8 @@ pl_kernel_plan_for_node (const char *name, const PlNode *cnode, GError **error)
   g_autoptr (GError) local = NULL;
   PlKernelPlan *p = NULL;
   if (pl_op_info (node->op)->category != PL_CAT_SHAPE || node->op == PL_OP_Transpose || node->op == PL_OP_Expand ||
-      node->op == PL_OP_Slice || node->op == PL_OP_Split || node->op == PL_OP_Concat || node->op == PL_OP_Pad || is_view_op (node))
+      node->op == PL_OP_Slice || node->op == PL_OP_Split || node->op == PL_OP_Concat || node->op == PL_OP_Pad || node->op == PL_OP_Resize ||
+      is_view_op (node))
     p = pl_kernel_plan_new (name, &node, 1, (PlValue *const *) outs->pdata, (int) outs->len, NULL, &local);
   if (p)
     return p;

@@ -1,8 +1,9 @@
 /* plan-ops.c — what each op computes at a multi-index: the data functions of
  * the elementwise ops (as scalar instructions), the index functions of the
- * view ops (Reshape, Transpose, Expand, Slice, Split, ... compose into the
- * index), and the row reductions (Reduce*, ArgMax/ArgMin, the softmax family
- * and LayerNormalization as reductions plus scalar math).
+ * view ops (Reshape, Transpose, Expand, Slice, Split, nearest Resize by
+ * integer factors, ... compose into the index), and the row reductions
+ * (Reduce*, ArgMax/ArgMin, the softmax family and LayerNormalization as
+ * reductions plus scalar math).
  *
  * pl_lower_value (v, idx) returns the instruction computing value v at
  * multi-index idx, recursing through the producers that are members of the
@@ -722,6 +723,25 @@ window_index (PlLower *L, const PlNode *node, int out, const PlValue *v, const P
   return true;
 }
 
+/* Resize, nearest, by integer factors (pl_resize_nearest_form): source
+ * element b + (m c + o) / q along each axis. */
+static bool
+resize_index (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx, const PlIdx **ii)
+{
+  PlResizeAxis f[PL_MAX_RANK];
+  if (!pl_resize_nearest_form (node, f))
+    {
+      pl_lower_fail (L, "%s: not a nearest Resize by integer factors of constant scales", node->name);
+      return false;
+    }
+  PlIdxArena *A = L->arena;
+  for (int k = 0; k < v->shape.rank; k++)
+    ii[k] = pl_idx_add (A, pl_idx_const (A, f[k].b),
+                        pl_idx_div (A, pl_idx_add (A, pl_idx_mul (A, idx[k], f[k].m), pl_idx_const (A, f[k].o)),
+                                    f[k].q));
+  return true;
+}
+
 static int
 lower_view (PlLower *L, const PlNode *node, int out, PlValue *v, const PlIdx *const *idx)
 {
@@ -763,6 +783,10 @@ lower_view (PlLower *L, const PlNode *node, int out, PlValue *v, const PlIdx *co
       if (!window_index (L, node, out, v, idx, ii))
         return -1;
       break;
+    case PL_OP_Resize:
+      if (!resize_index (L, node, v, idx, ii))
+        return -1;
+      break;
     default: /* Reshape, Flatten, Squeeze, Unsqueeze, Identity: same elements in the same order */
       pl_idx_delinearize (L->arena, pl_idx_linearize (L->arena, v->shape.rank, idx, od), in->shape.rank, id, ii);
       break;
@@ -780,6 +804,7 @@ lower_node_output (PlLower *L, PlNode *node, int out, PlValue *v, const PlIdx *c
     {
     case PL_OP_Reshape: case PL_OP_Flatten: case PL_OP_Squeeze: case PL_OP_Unsqueeze:
     case PL_OP_Transpose: case PL_OP_Expand: case PL_OP_Identity: case PL_OP_Slice: case PL_OP_Split:
+    case PL_OP_Resize:
       return lower_view (L, node, out, v, idx);
     case PL_OP_Concat:
       return pl_lower_concat (L, node, v, idx);

@@ -4,10 +4,10 @@
  * Fusible are elementwise and broadcast ops (their data functions), the view
  * and layout ops Reshape, Transpose, Squeeze, Unsqueeze, Flatten and Expand
  * whose shape/axes operands are constants, Slice with constant parameters and
- * positive steps, Pad in constant mode with constant pads, and Concat of
- * static shapes (they fold in as index functions; Pad and Concat as selects,
- * kernels/plan-select.c),
- * and — with input_fusion — reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/
+ * positive steps, nearest Resize by integer factors, Pad in constant mode
+ * with constant pads, and Concat of static shapes (they fold in as index
+ * functions; Pad and Concat as selects, kernels/plan-select.c), and — with
+ * input_fusion — reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/
  * LogSum/LogSumExp/SumSquare, ArgMax/ArgMin and Softmax/LogSoftmax/Hardmax.
  * Compute-intensive ops, fusion nodes and everything else stay as they are.
  *
@@ -116,6 +116,11 @@ classify (Ctx *c, const PlNode *node)
         int64_t b[PL_MAX_RANK], e[PL_MAX_RANK];
         return node->inputs[0] && pl_rw_operands_constant (node) && pl_pad_static_geometry (node, b, e) &&
                strcmp (pl_node_attr_string (node, "mode", "constant"), "constant") == 0 ? FUSE_INDEX : FUSE_NONE;
+      }
+    case PL_OP_Resize:
+      {
+        PlResizeAxis f[PL_MAX_RANK];
+        return node->inputs[0] && pl_resize_nearest_form (node, f) ? FUSE_INDEX : FUSE_NONE;
       }
     case PL_OP_Concat:
       for (int i = 0; i < node->n_inputs; i++)

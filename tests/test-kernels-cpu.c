@@ -553,6 +553,26 @@ test_pad_trilu (void)
   g_assert_nonnull (pl_graph_find_value (f, "y")->producer->body);   /* Exp+Pad+Relu */
 }
 
+/* A nearest Resize by integer factors is an index function (generated,
+ * fused); by 1.5 it stays the reference. */
+static void
+test_resize_nearest (void)
+{
+  g_autoptr (PlGraph) g = pl_test_parse (PL_TEST_RESIZE_GRAPH);
+  g_autoptr (PlRunReport) r = check_graph (g, 21, 1e-6, 1e-6);
+  g_assert_cmpint (count_kind (r, "fallback"), ==, 1);
+  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-loops");
+  g_autoptr (PlRunReport) rf = check_graph (f, 21, 1e-6, 1e-6);
+  g_assert_cmpint (count_kind (rf, "fallback"), ==, 1);
+  PlNode *n = pl_graph_find_value (f, "y")->producer;
+  g_assert_nonnull (n->body);   /* Exp+Resize+Relu */
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", n, &error);
+  g_assert_no_error (error);
+  g_autofree char *dump = pl_kernel_plan_dump (p);
+  g_assert_nonnull (strstr (dump, "(c2 / 2)"));
+}
+
 /* A fusion whose body is not one kernel (reductions over different rows)
  * runs as the fewest runs of body nodes that each are one kernel: here
  * ReduceSum over rows, then ReduceSum over columns with the Add: one table
@@ -1301,6 +1321,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/slice-split", test_slice_split);
   g_test_add_func ("/Passlab/KernelsCpu/concat", test_concat);
   g_test_add_func ("/Passlab/KernelsCpu/pad-trilu", test_pad_trilu);
+  g_test_add_func ("/Passlab/KernelsCpu/resize-nearest", test_resize_nearest);
   g_test_add_func ("/Passlab/KernelsCpu/cache", test_cache);
   g_test_add_func ("/Passlab/KernelsCpu/memory-and-trace", test_memory_and_trace);
   g_test_add_func ("/Passlab/KernelsCpu/in-place/chain", test_in_place_chain);

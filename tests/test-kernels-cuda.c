@@ -311,6 +311,13 @@ test_pad_trilu (void)
   check_unfused_and_fused (PL_TEST_PAD_TRILU_GRAPH, 6, 3);
 }
 
+/* Nearest Resize by integer factors, alone and fused. */
+static void
+test_resize_nearest (void)
+{
+  check_unfused_and_fused (PL_TEST_RESIZE_GRAPH, 4, 2);
+}
+
 /* Library kernels: the epilogue of a GEMM and a direct convolution. */
 static void
 test_library (void)
@@ -435,6 +442,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/slice-split", test_slice_split);
   g_test_add_func ("/Passlab/KernelsCuda/concat", test_concat);
   g_test_add_func ("/Passlab/KernelsCuda/pad-trilu", test_pad_trilu);
+  g_test_add_func ("/Passlab/KernelsCuda/resize-nearest", test_resize_nearest);
   g_test_add_func ("/Passlab/KernelsCuda/library", test_library);
   g_test_add_func ("/Passlab/KernelsCuda/conv-transpose", test_conv_transpose);
   g_test_add_func ("/Passlab/KernelsCuda/in-place", test_in_place);

@@ -41,6 +41,18 @@
   "  u = Trilu(x, k)\n  l = Trilu(x) {upper=0}\n" \
   "  output y, q, u, l\n}\n"
 
+/* Nearest Resize: up by 2 (half_pixel) between an Exp and a Relu, up by 3
+ * and down by 2 (asymmetric, floor: PyTorch's export), and by 1.5 (no
+ * integer factor: the reference). */
+#define PL_TEST_RESIZE_GRAPH \
+  "graph rs opset 13 {\n" \
+  "  input x: f32[2, 3, 5, 4]\n" \
+  "  const s2: f32[4] = [1, 1, 2, 2]\n  const s3: f32[4] = [1, 1, 3, 0.5]\n  const s15: f32[4] = [1, 1, 1.5, 1]\n" \
+  "  e = Exp(x)\n  u = Resize(e, _, s2) {mode=\"nearest\"}\n  y = Relu(u)\n" \
+  "  a = Resize(x, _, s3) {mode=\"nearest\", coordinate_transformation_mode=\"asymmetric\", nearest_mode=\"floor\"}\n" \
+  "  b = Resize(x, _, s15) {mode=\"nearest\"}\n" \
+  "  output y, a, b\n}\n"
+
 /* A new tensor filled from values (row-major; NULL for zeros). */
 PlTensor  *pl_test_tensor        (PlDType dtype, int rank, const int64_t *dims, const double *values);
 /* A tensor of random values in [lo, hi). */
