@@ -1,6 +1,7 @@
 /* ops-elementwise.h — what ops-elementwise.c (binary, variadic, Where,
  * PRelu, BatchNormalization and the shared type checks) and ops-unary.c
- * (one-input ops, Clip, Cast, Dropout, Trilu) share. Private to those two.
+ * (one-input ops, Clip, Cast, Dropout, Trilu) share; ops-rnn.c borrows the
+ * one-input math and the type checks. Private to those files.
  */
 #pragma once
 
@@ -31,5 +32,8 @@ bool pl_ew_same_dtype  (const PlNode *node, int i, int j, GError **error);
 
 /* The one-input ops of ops-unary.c; called by pl_ops_register_elementwise. */
 void pl_ops_register_unary (void);
+/* ops-unary.c: one-input math op `op` (Sigmoid, Tanh, LeakyRelu, ...) on x,
+ * alpha and beta standing for its attributes. */
+double pl_unary_apply_f64 (PlOp op, double x, double alpha, double beta);
 
 G_END_DECLS

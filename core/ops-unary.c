@@ -175,6 +175,16 @@ unary_def (PlOp op)
   return NULL;
 }
 
+/* The math of one-input op `op` on one double, alpha and beta standing for
+ * its attributes (LeakyRelu's, Elu's, ThresholdedRelu's alpha; HardSigmoid's
+ * alpha and beta): the activations of the recurrent ops (ops-rnn.c). */
+double
+pl_unary_apply_f64 (PlOp op, double x, double alpha, double beta)
+{
+  const UnaryCtx c = { .alpha = alpha, .beta = beta };
+  return unary_def (op)->f (x, &c);
+}
+
 /* Reads the op's attributes with the ONNX defaults. */
 static bool
 unary_ctx (const PlNode *node, UnaryCtx *c, GError **error)
