@@ -75,6 +75,8 @@ typedef enum {
   X (MatMul, COMPUTE) X (Gemm, COMPUTE) X (Conv, COMPUTE) X (ConvTranspose, COMPUTE) \
   X (Einsum, COMPUTE) X (MatMulInteger, COMPUTE) X (ConvInteger, COMPUTE) X (QLinearMatMul, COMPUTE) \
   X (QLinearConv, COMPUTE) \
+  /* detection and spatial transformers: reference only, the backends fall back */ \
+  X (NonMaxSuppression, COMPUTE) X (RoiAlign, COMPUTE) X (GridSample, COMPUTE) X (MaxUnpool, COMPUTE) \
   /* control flow: loaded and shown, not executed */ \
   X (If, CONTROL) X (Loop, CONTROL) X (Scan, CONTROL) \
   /* passlab's own: a fusion node runs its body graph */ \
@@ -141,6 +143,7 @@ void pl_ops_register_control     (void); /* ops.c: If/Loop/Scan (infer only, not
 void pl_ops_register_memory      (void); /* ops-memory.c: SwapOut, SwapIn, CompressFp16, DecompressFp16, LayoutTransform */
 void pl_ops_register_quant       (void); /* ops-quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
                                           * MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv */
+void pl_ops_register_vision      (void); /* ops-vision.c: NonMaxSuppression, RoiAlign, GridSample, MaxUnpool */
 
 /* ops-conv.c: the pads (n begins, then n ends) a Conv or ConvTranspose
  * node with static shapes resolves auto_pad and output_shape to, as shape
