@@ -598,8 +598,10 @@ pl_conv_eval_f64 (const PlNode *node, const PlTensor *x, const PlTensor *w, cons
 
 typedef enum { POOL_MAX, POOL_AVERAGE, POOL_LP } PoolKind;
 
+/* A pool's output shape; with transpose, the shape a pool of this window
+ * maps back from (MaxUnpool: ConvTranspose's arithmetic without dilation). */
 static bool
-pool_plan (const PlNode *node, const PlShape *x, PlShape *out, Geo *geo, GError **error)
+pool_plan (const PlNode *node, const PlShape *x, bool transpose, PlShape *out, Geo *geo, GError **error)
 {
   Window win;
 
@@ -607,12 +609,19 @@ pool_plan (const PlNode *node, const PlShape *x, PlShape *out, Geo *geo, GError 
   *out = pl_shape_unknown ();
   if (x->rank == PL_RANK_UNKNOWN)
     return true;
-  if (!require_spatial (x, error) || !window_read (node, x->rank - 2, NULL, false, &win, error))
+  if (!require_spatial (x, error) || !window_read (node, x->rank - 2, NULL, transpose, &win, error))
     return false;
   out->rank = x->rank;
   out->dims[0] = x->dims[0];
   out->dims[1] = x->dims[1];
   return window_shape (&win, x, out, geo, error);
+}
+
+bool
+pl_unpool_shape (const PlNode *node, const PlShape *x, PlShape *out, GError **error)
+{
+  Geo geo;
+  return pool_plan (node, x, true, out, &geo, error);
 }
 
 static bool
@@ -629,7 +638,7 @@ pool_infer (PlNode *node, GError **error)
       g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "storage_order must be 0 or 1");
       return false;
     }
-  if (!pool_plan (node, &x->shape, &out, &geo, error))
+  if (!pool_plan (node, &x->shape, false, &out, &geo, error))
     return false;
   pl_set_output (node, 0, x->dtype, &out);
   pl_set_output (node, 1, PL_DTYPE_I64, &out);
@@ -714,7 +723,7 @@ pool_eval (const PlNode *node, PlTensor *const *inputs, PlTensor **outputs, GErr
   bool want_indices = kind == POOL_MAX && node->n_outputs > 1 && node->outputs[1];
   Geo geo;
 
-  if (!pool_plan (node, &sx, &so, &geo, error))
+  if (!pool_plan (node, &sx, false, &so, &geo, error))
     return false;
   pl_shape_get_dims (&so, dims);
   outputs[0] = pl_out_new (x->dtype, so.rank, dims, error);

@@ -1,7 +1,7 @@
 /* ops-nn-private.h — what ops-nn.c (MatMul, Gemm, Einsum, losses) and
  * ops-conv.c (convolutions, pooling) share: the conv/pool register function
- * and the double-precision load/store helpers of the reference kernels.
- * Not part of the public API. */
+ * and the double-precision load/store helpers of the reference kernels;
+ * ops-quant.c and ops-vision.c build on them. Not part of the public API. */
 #pragma once
 
 #include "ops-util.h"
@@ -21,6 +21,11 @@ bool    pl_nn_matmul_eval_f64 (const PlTensor *a, const PlTensor *b, PlTensor **
 bool    pl_conv_shape         (const PlNode *node, const PlShape *x, const PlShape *w, PlShape *out, GError **error);
 bool    pl_conv_eval_f64      (const PlNode *node, const PlTensor *x, const PlTensor *w, const PlTensor *b,
                                PlTensor **y, GError **error);
+
+/* MaxUnpool (ops-vision.c): the shape a MaxPool with node's kernel_shape,
+ * strides and pads maps back to from x [N, C, spatial...]: (in - 1) *
+ * stride - pads + kernel per spatial dim; unknown where x's rank is. */
+bool    pl_unpool_shape       (const PlNode *node, const PlShape *x, PlShape *out, GError **error);
 
 /* A g_malloc'd copy of t's elements as doubles (at least one slot). */
 double *pl_nn_load_f64       (const PlTensor *t);

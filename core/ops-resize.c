@@ -234,6 +234,17 @@ resize_source_coord (const ResizeAttrs *ra, int64_t o, int64_t in, int64_t out, 
   return (o + 0.5) / scale - 0.5;  /* half_pixel */
 }
 
+void
+pl_cubic_weights (double ratio, double a, double *w)
+{
+  double r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
+
+  w[0] = ((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a;
+  w[1] = ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1;
+  w[2] = ((a + 2) * q - (a + 3)) * q * q + 1;
+  w[3] = ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a;
+}
+
 static void
 resize_taps (const ResizeAttrs *ra, double x, int64_t in, Taps *t)
 {
@@ -270,13 +281,9 @@ resize_taps (const ResizeAttrs *ra, double x, int64_t in, Taps *t)
     }
   else
     {
-      double A = ra->cubic_a, r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
       t->n = 4;
       base = (int64_t) c - 2;
-      t->w[0] = ((A * r1 - 5 * A) * r1 + 8 * A) * r1 - 4 * A;
-      t->w[1] = ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1;
-      t->w[2] = ((A + 2) * q - (A + 3)) * q * q + 1;
-      t->w[3] = ((A * q1 - 5 * A) * q1 + 8 * A) * q1 - 4 * A;
+      pl_cubic_weights (ratio, ra->cubic_a, t->w);
     }
   if (ra->exclude_outside)
     {

@@ -1,6 +1,7 @@
 /* ops-shape-private.h — what the shape-family op files share: ops-shape.c
  * (which defines these helpers and registers the others), ops-slice.c,
- * ops-index.c and ops-resize.c. Not part of the public API. */
+ * ops-index.c and ops-resize.c; ops-vision.c borrows the cubic weights.
+ * Not part of the public API. */
 #pragma once
 
 #include "ops-util.h"
@@ -51,6 +52,11 @@ void pl_strided_copy (void *dst, const void *src, size_t esize, int rank, const 
  * element (zeros when NULL). Serves Pad and nearest Resize. */
 void pl_gather_axis_maps (PlTensor *dst, const PlTensor *src,
                           int64_t *const *maps, const void *fill);
+
+/* Keys' cubic convolution weights (coefficient a) of the 4 neighbours
+ * at -1, 0, 1, 2 around a point at `ratio` (0 to 1) past neighbour 0.
+ * Serves cubic Resize and bicubic GridSample (ops-vision.c). */
+void pl_cubic_weights (double ratio, double a, double *w);
 
 /* Writes v's first element (dflt when v is NULL or empty) converted to
  * dtype into buf (8 bytes); integers go through int64 so they stay exact. */

@@ -223,13 +223,8 @@ test_generated (void)
   g_autoptr (GError) error = NULL;
   PlTensor **want = pl_interp_run (g, (PlTensor *[]) { x }, NULL, &error);
   g_assert_no_error (error);
-  PlCompileOptions o;
-  pl_compile_options_init (&o, PL_BACKEND_CPU);
-  PlExecutable *e = pl_executable_new (fused, &o, &error);
-  g_assert_no_error (error);
   g_autoptr (PlRunReport) r = NULL;
-  PlTensor **got = pl_executable_run (e, (PlTensor *[]) { x }, 1, &r, &error);
-  g_assert_no_error (error);
+  PlTensor **got = pl_test_run_backend (fused, PL_BACKEND_CPU, (PlTensor *[]) { x }, &r);
   for (int k = 0; k < r->n_kernels; k++)
     g_assert_false (r->kernels[k].fallback);   /* generated, not the reference */
   for (int k = 0; k < 4; k++)
@@ -240,7 +235,6 @@ test_generated (void)
     }
   pl_interp_free_outputs (got, 4);
   pl_interp_free_outputs (want, 4);
-  pl_executable_free (e);
 }
 
 int

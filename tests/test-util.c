@@ -259,3 +259,18 @@ pl_test_random_graph (guint32 seed, int n_nodes)
   o.n_nodes = n_nodes;
   return pl_random_graph (&o);
 }
+
+PlTensor **
+pl_test_run_backend (const PlGraph *g, PlBackend backend, PlTensor *const *inputs, PlRunReport **report)
+{
+  g_autoptr (GError) error = NULL;
+  PlCompileOptions o;
+  pl_compile_options_init (&o, backend);
+  PlExecutable *e = pl_executable_new (g, &o, &error);
+  g_assert_no_error (error);
+  /* the outputs are copies: they outlive the executable */
+  PlTensor **got = pl_executable_run (e, inputs, 1, report, &error);
+  g_assert_no_error (error);
+  pl_executable_free (e);
+  return got;
+}

@@ -6,6 +6,7 @@
 #include "interp.h"
 #include "tensor.h"
 #include "pass-manager.h"
+#include "runtime.h"
 
 #define PL_DIMS(...) ((const int64_t[]) { __VA_ARGS__ })
 #define PL_VALS(...) ((const double[]) { __VA_ARGS__ })
@@ -78,6 +79,11 @@ void       pl_test_expect_run_error   (PlGraph *g, PlTensor *const *inputs, guin
 void       pl_test_assert_close  (const PlTensor *got, const PlTensor *want, double rtol, double atol);
 /* Asserts got equals the listed values (same count as got->numel), within 1e-5 relative. */
 void       pl_test_assert_values (const PlTensor *got, const double *want);
+/* Compiles g for backend (asserting that it compiles) and runs it once on
+ * inputs; returns its outputs (free with pl_interp_free_outputs) and, when
+ * report is not NULL, the run's report. */
+PlTensor **pl_test_run_backend   (const PlGraph *g, PlBackend backend, PlTensor *const *inputs,
+                                  PlRunReport **report);
 /* Runs the pipeline `spec` on g (params: "pass.key=value", NULL-terminated)
  * with the numerical check; asserts that every step verifies, was checked
  * exactly when it changed the graph, and stayed within tolerance. */
