@@ -41,7 +41,8 @@ struct _PlCalibration {
   int64_t     llc_bytes;
   int         n_measured;
   GArray     *spreads;     /* double, per entry measured: its rounds' largest median over the least */
-  int         n_stolen_rounds; /* calibration rounds run again: the hypervisor took time in them */
+  int         n_disturbed_rounds; /* calibration rounds run again: the hypervisor or other processes took CPU time */
+  int         n_unsettled;  /* entries measured in rounds that were all disturbed (cached as 1 round) */
   bool        remeasure;   /* prepare measures what the cache has too (pl_calibration_set_remeasure) */
   char       *last_error;
   int         tune_trials; /* > 0: direct convs get a tile from the pruned tile search (cpu) */
@@ -51,6 +52,9 @@ struct _PlCalibration {
 /* calibrate.c */
 bool pl_cal_direct_supported (const PlConvDesc *c, PlLayout layout);
 void pl_cal_set_measured (PlCalibration *cal, const char *key, double ms);
+/* The same, measured in `rounds` undisturbed rounds (fewer than
+ * PL_CAL_ROUNDS: measured again by the next calibration). */
+void pl_cal_set_measured_rounds (PlCalibration *cal, const char *key, double ms, int rounds);
 bool pl_cal_save_cache (PlCalibration *cal, GError **error);
 bool pl_cal_conv_desc (const PlNode *conv, PlConvDesc *c);
 char *pl_cal_pool_key (const PlPoolDesc *d, PlLayout layout);

@@ -12,7 +12,8 @@
  * and per (shape, from, to) transform a branch that brings a tensor into
  * `from`, transforms it to `to` and back to NCHW. The graph runs on the
  * backend through the runtime in three rounds (each a warm-up run, then
- * REPEATS timed runs; a round with steal time runs again), and the least of
+ * REPEATS timed runs; a round in which the hypervisor or another process
+ * took CPU time runs again), and the least of
  * each conv's and transform's kernel medians over the rounds becomes an
  * entry. A kernel that
  * ran through the reference implementation (the backend cannot generate it)
@@ -336,11 +337,17 @@ pl_cal_save_cache (PlCalibration *cal, GError **error)
 void
 pl_cal_set_measured (PlCalibration *cal, const char *key, double ms)
 {
+  pl_cal_set_measured_rounds (cal, key, ms, PL_CAL_ROUNDS);
+}
+
+void
+pl_cal_set_measured_rounds (PlCalibration *cal, const char *key, double ms, int rounds)
+{
   char buf[G_ASCII_DTOSTR_BUF_SIZE];
   Entry *e = g_new0 (Entry, 1);
   e->ms = g_ascii_strtod (g_ascii_formatd (buf, sizeof buf, "%.6g", ms), NULL);
   e->source = PL_COST_MEASURED;
-  e->rounds = PL_CAL_ROUNDS;
+  e->rounds = MAX (rounds, 1);
   g_hash_table_replace (cal->entries, g_strdup (key), e);
   g_hash_table_remove (cal->unsupported, key);
 }

@@ -99,11 +99,15 @@ int            pl_calibration_n_in_context (const PlCalibration *cal);
 /* Entries measured (not from the cache) by this calibration. A measurement
  * is the least of three rounds' medians (calibrate-measure.c): how far the
  * rounds lay apart, as the largest round's over the least, the median and
- * the largest of that over the entries measured (false: none); and the
- * rounds run again because the hypervisor took time from our CPUs. */
+ * the largest of that over the entries measured (false: none); the rounds
+ * run again because the hypervisor or other processes of this machine took
+ * CPU time during them; and the entries whose every round was so disturbed
+ * (kept, and cached as one round, so the next calibration measures them
+ * again). */
 int            pl_calibration_n_measured (const PlCalibration *cal);
 bool           pl_calibration_round_spread (const PlCalibration *cal, double *median, double *max);
-int            pl_calibration_n_stolen_rounds (const PlCalibration *cal);
+int            pl_calibration_n_disturbed_rounds (const PlCalibration *cal);
+int            pl_calibration_n_unsettled (const PlCalibration *cal);
 /* remeasure: prepare measures every entry the graph needs, cached or not
  * (direct convs: every tile the cache has for the current kernel), and the
  * new measurements replace the cache's. Table entries still win. */

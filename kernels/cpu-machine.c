@@ -2,8 +2,10 @@
 #define G_LOG_DOMAIN "passlab"
 #include "cpu-machine.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static char *
@@ -144,19 +146,43 @@ pl_cpu_parallel_units (void)
 }
 
 
-double
-pl_cpu_steal_ms (void)
+/* The first n numbers of /proc/stat's aggregate `cpu` line (USER_HZ ticks:
+ * user nice system idle iowait irq softirq steal ...) in milliseconds;
+ * false where procfs does not say. */
+static bool
+proc_stat_cpu_ms (double *ms, int n)
 {
   FILE *f = fopen ("/proc/stat", "r");
   if (!f)
-    return -1;
-  /* cpu  user nice system idle iowait irq softirq steal ... (USER_HZ ticks) */
+    return false;
   unsigned long long v[8] = { 0 };
   int got = fscanf (f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
                     &v[6], &v[7]);
   fclose (f);
   long hz = sysconf (_SC_CLK_TCK);
-  if (got != 8 || hz <= 0)
+  if (got < n || hz <= 0)
+    return false;
+  for (int k = 0; k < n; k++)
+    ms[k] = (double) v[k] * 1000.0 / (double) hz;
+  return true;
+}
+
+double
+pl_cpu_steal_ms (void)
+{
+  double ms[8];
+  return proc_stat_cpu_ms (ms, 8) ? ms[7] : -1;
+}
+
+double
+pl_cpu_others_ms (void)
+{
+  double ms[7];
+  struct rusage ru;
+  if (!proc_stat_cpu_ms (ms, 7) || getrusage (RUSAGE_SELF, &ru) != 0)
     return -1;
-  return (double) v[7] * 1000.0 / (double) hz;
+  double busy = ms[0] + ms[1] + ms[2] + ms[5] + ms[6];
+  double self = (double) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000.0 +
+                (double) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000.0;
+  return busy - self;
 }

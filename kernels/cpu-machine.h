@@ -28,5 +28,12 @@ int64_t pl_cpu_last_level_cache_bytes (void);
  * the CPU time the run lost to other tenants: a compute-bound parallel run
  * waits for its slowest thread, so a little steal makes it much slower. */
 double  pl_cpu_steal_ms          (void);
+/* The CPU time other processes of this machine have used since boot, in
+ * milliseconds: the busy columns of /proc/stat (user, nice, system, irq,
+ * softirq; 10 ms resolution) less this process's own CPU time (getrusage,
+ * all threads). -1 where procfs does not say. Two readings around a run
+ * give the time a compiler or a test beside us took from our cores, which
+ * steal time does not see. */
+double  pl_cpu_others_ms         (void);
 
 G_END_DECLS

@@ -603,15 +603,20 @@ report_costs_header (PlPassReport *report, PlCalibration *cal, const Params *p)
 {
   double gbps = 0, gflops = 0;
   pl_calibration_ceilings (cal, &gbps, &gflops);
-  int n = pl_calibration_n_measured (cal), stolen = pl_calibration_n_stolen_rounds (cal);
+  int n = pl_calibration_n_measured (cal), disturbed = pl_calibration_n_disturbed_rounds (cal);
+  int unsettled = pl_calibration_n_unsettled (cal);
   double spread_median = 1, spread_max = 1;
   g_autoptr (GString) now = g_string_new (NULL);
   g_string_printf (now, "%d entries measured now", n);
   if (pl_calibration_round_spread (cal, &spread_median, &spread_max))
     g_string_append_printf (now, " (the least of 3 rounds' medians; the slowest round +%.0f%% on the median entry, "
                             "+%.0f%% at most", 100 * (spread_median - 1), 100 * (spread_max - 1));
-  if (stolen > 0)
-    g_string_append_printf (now, "; %d round%s run again: the hypervisor took time", stolen, stolen == 1 ? "" : "s");
+  if (disturbed > 0)
+    g_string_append_printf (now, "; %d round%s run again: the hypervisor or other processes took CPU time", disturbed,
+                            disturbed == 1 ? "" : "s");
+  if (unsettled > 0)
+    g_string_append_printf (now, "; %d measured while this machine was busy throughout: cached as such, measured "
+                            "again next time", unsettled);
   if (n > 0)
     g_string_append (now, ")");
   pl_pass_report_printf (report, "costs: %s on %s (%s); %s%s; cache %s",

@@ -16,7 +16,10 @@
 
 #include <glib/gstdio.h>
 #include <math.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static char *cache_dir;   /* PASSLAB_CACHE_DIR for this process */
 
@@ -363,6 +366,71 @@ test_recalibrate (void)
   g_assert_nonnull (strstr (s->report, "cached ones again"));
   g_assert_nonnull (strstr (s->report, "the least of 3 rounds' medians"));
   g_assert_null (strstr (s->report, " 0 entries measured now"));
+}
+
+/* The line of key (this machine, cpu) in the cache file: "ms\trounds\n"
+ * after the key, g_free it. */
+static char *
+cache_value (const char *machine, const char *key)
+{
+  g_autofree char *path = g_build_filename (cache_dir, "calibration.txt", NULL), *text = NULL;
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  g_autofree char *head = g_strdup_printf ("%s\tcpu\t%s\t", machine, key);
+  const char *at = strstr (text, head);
+  g_assert_nonnull (at);
+  at += strlen (head);
+  return g_strndup (at, strcspn (at, "\n"));
+}
+
+/* A calibration beside other busy processes (two spinning children here; a
+ * build, in life) runs its rounds again, keeps the least when none was left
+ * alone, caches those entries as of one round, and the next calibration
+ * measures them again. */
+static void
+test_busy_machine (void)
+{
+  g_autofree char *ignore = g_strdup (g_getenv ("PASSLAB_CALIBRATE_IGNORE_LOAD"));
+  g_unsetenv ("PASSLAB_CALIBRATE_IGNORE_LOAD");
+  g_autoptr (PlGraph) g = pl_test_parse ("graph busy opset 17 {\n"
+                                 "  input x: f32[1, 64, 56, 56]\n"
+                                 "  const w: f32[64, 64, 3, 3] = random(seed=6, lo=-0.1, hi=0.1)\n"
+                                 "  c = Conv(x, w) {kernel_shape=[3, 3], pads=[1, 1, 1, 1]}\n"
+                                 "  output c\n}\n");
+  g_autoptr (GError) error = NULL;
+  g_assert_true (pl_graph_infer_shapes (g, &error));
+  PlNode *c = pl_graph_find_node (g, "c");
+  g_autofree char *key = pl_calibration_conv_key (c, PL_LAYOUT_NCHW, PL_CONV_IMPL_GEMM);
+  g_autofree char *machine = NULL;
+  pid_t spin[2];
+  for (int i = 0; i < 2; i++)
+    if ((spin[i] = fork ()) == 0)
+      for (volatile unsigned long n = 0;; n++)
+        ;
+  {
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    pl_calibration_restrict (cal, 1u << PL_LAYOUT_NCHW, 1u << PL_CONV_IMPL_GEMM);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    g_assert_no_error (error);
+    machine = g_strdup (pl_calibration_machine (cal));
+    g_assert_cmpint (pl_calibration_n_measured (cal), >, 0);
+    g_assert_cmpint (pl_calibration_n_disturbed_rounds (cal), >, 0);
+    g_assert_cmpint (pl_calibration_n_unsettled (cal), >, 0);
+  }
+  for (int i = 0; i < 2; i++)
+    {
+      kill (spin[i], SIGKILL);
+      waitpid (spin[i], NULL, 0);
+    }
+  g_autofree char *busy = cache_value (machine, key);
+  g_assert_true (g_str_has_suffix (busy, "\t1"));
+  {
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    pl_calibration_restrict (cal, 1u << PL_LAYOUT_NCHW, 1u << PL_CONV_IMPL_GEMM);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    g_assert_cmpint (pl_calibration_n_measured (cal), >, 0);   /* measured again */
+  }
+  if (ignore)
+    g_setenv ("PASSLAB_CALIBRATE_IGNORE_LOAD", ignore, TRUE);
 }
 
 /* Tuned tiles (layout.tune): the pruned tile search runs once per direct
@@ -891,6 +959,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/Layout/mixed-optimum", test_mixed_optimum);
   g_test_add_func ("/Passlab/Layout/measured-tiny-conv", test_measured_tiny_conv);
   g_test_add_func ("/Passlab/Layout/recalibrate", test_recalibrate);
+  g_test_add_func ("/Passlab/Layout/busy-machine", test_busy_machine);
   g_test_add_func ("/Passlab/Layout/tuned-tiles", test_tuned_tiles);
   g_test_add_func ("/Passlab/Layout/refine-in-context", test_refine_in_context);
   g_test_add_func ("/Passlab/Layout/pool-between-convs", test_pool_between_convs);
