@@ -322,7 +322,8 @@ run bench "$RS" --backend cpu --variants nhwc,layout,fused --repeat 1 --rounds 3
 check "bench: an identical plan is named so, --paired picks the reference, rounds and their steal time in the JSON" \
   eval 'status_is 0 && grep -qE "^layout .*the same graph as nhwc$" "$TMP/out" && out_has "vs nhwc     fused faster" \
         && grep -q "\"same_graph_as\": \"nhwc\"" "$TMP/bench.json" && grep -qE "\"round_ms\": \[[0-9.e+-]+, [0-9.e+-]+, [0-9.e+-]+\]" "$TMP/bench.json" \
-        && grep -qE "\"round_steal_ms\": \[-?[0-9]+, -?[0-9]+, -?[0-9]+\]" "$TMP/bench.json"'
+        && grep -qE "\"round_steal_ms\": \[-?[0-9]+, -?[0-9]+, -?[0-9]+\]" "$TMP/bench.json" \
+        && grep -qE "\"round_others_ms\": \[-?[0-9]+, -?[0-9]+, -?[0-9]+\]" "$TMP/bench.json"'
 # A real CNN with depthwise convolutions (MobileNetV2 from PyTorch, batch
 # statistics gathered so that no layer's output vanishes): each plan matches
 # the reference, and not trivially (an error of exactly 0 would mean the
