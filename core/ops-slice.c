@@ -464,7 +464,7 @@ eval_slice (const PlNode *node, PlTensor *const *inputs, PlTensor **outputs, GEr
 }
 
 bool
-pl_slice_static_geometry (const PlNode *node, int64_t *start, int64_t *step)
+pl_slice_static_window (const PlNode *node, int64_t *start, int64_t *step)
 {
   const PlValue *x = node->op == PL_OP_Slice && node->n_inputs > 0 ? node->inputs[0] : NULL;
   SliceSpec s;
@@ -485,6 +485,7 @@ pl_slice_static_geometry (const PlNode *node, int64_t *start, int64_t *step)
     {
       start[k] = sa[k].start;
       step[k] = sa[k].step;
+      ok = step[k] > 0;
     }
   return ok;
 }
@@ -585,10 +586,23 @@ infer_pad (PlNode *node, GError **error)
 }
 
 bool
-pl_pad_static_geometry (const PlNode *node, int64_t *begin, int64_t *end)
+pl_pad_static_constant (const PlNode *node, int64_t *begin, int64_t *end, double *fill)
 {
   const PlValue *x = node->op == PL_OP_Pad && node->n_inputs > 0 ? node->inputs[0] : NULL;
-  return x && x->shape.rank >= 0 && pad_read (node, NULL, x->shape.rank, begin, end, NULL) == 1;
+  if (!x || !pl_shape_is_static (&x->shape) || strcmp (pl_node_attr_string (node, "mode", "constant"), "constant") != 0
+      || pad_read (node, NULL, x->shape.rank, begin, end, NULL) != 1)
+    return false;
+  if (pl_node_opset (node) < 11)
+    {
+      *fill = pl_node_attr_float (node, "value", 0.0f);
+      return true;
+    }
+  const PlValue *v = node->n_inputs > 2 ? node->inputs[2] : NULL;
+  const PlTensor *t = v ? pl_value_constant (v) : NULL;
+  if (v && (!t || t->numel != 1))
+    return false;
+  *fill = t ? pl_tensor_get_f64 (t, 0) : 0;
+  return true;
 }
 
 /* Source index along an axis of size d for padded coordinate i (may be

@@ -40,14 +40,16 @@ int64_t   pl_offset_of          (int64_t linear, int rank, const int64_t *dims,
 bool      pl_broadcast_dims     (int ra, const int64_t *a, int rb, const int64_t *b,
                                  int *rank, int64_t *out, GError **error);
 
-/* A Slice whose input shape is static and whose starts, ends, axes and steps
- * are constants: input element along axis k = start[k] + step[k] * output
- * coordinate k (after ONNX clamping; step 1 and start 0 on axes not
- * sliced; a step may be negative). False when any of it is unknown. */
-bool      pl_slice_static_geometry (const PlNode *node, int64_t *start, int64_t *step);
-/* A Pad whose pads (and axes) are constants: the elements added before and
- * after each axis (negative: cropped). False when they are not known. */
-bool      pl_pad_static_geometry   (const PlNode *node, int64_t *begin, int64_t *end);
+/* A Slice that is a window of its input the kernels can index: static
+ * input shape, constant starts, ends, axes and steps, every step positive.
+ * Input element along axis k = start[k] + step[k] * output coordinate k
+ * (after ONNX clamping; step 1 and start 0 on axes not sliced). False
+ * otherwise. */
+bool      pl_slice_static_window   (const PlNode *node, int64_t *start, int64_t *step);
+/* A constant-mode Pad of a static input whose pads (and axes) and pad value
+ * are constants: the elements added before and after each axis (negative:
+ * cropped) and the value. False otherwise. */
+bool      pl_pad_static_constant   (const PlNode *node, int64_t *begin, int64_t *end, double *fill);
 /* A nearest-mode Resize of a static input whose scales or sizes (and roi)
  * are constants and whose every axis copies input element b + (m o + o0) / q
  * to output coordinate o (an integer factor down or up, or none): those

@@ -692,6 +692,22 @@ is_view_op (const PlNode *node)
     }
 }
 
+/* The shape-category ops plan-ops.c and plan-select.c lower (when their
+ * parameters allow; else they fail with the reason); the others run as the
+ * reference without trying. */
+static bool
+is_generated_shape_op (const PlNode *node)
+{
+  switch (node->op)
+    {
+    case PL_OP_Transpose: case PL_OP_Expand: case PL_OP_Slice: case PL_OP_Split: case PL_OP_Concat:
+    case PL_OP_Pad: case PL_OP_Resize:
+      return true;
+    default:
+      return is_view_op (node);
+    }
+}
+
 static bool
 is_alias_op (const PlNode *node)
 {
@@ -759,9 +775,7 @@ pl_kernel_plan_for_node (const char *name, const PlNode *cnode, GError **error)
       g_ptr_array_add (outs, node->outputs[i]);
   g_autoptr (GError) local = NULL;
   PlKernelPlan *p = NULL;
-  if (pl_op_info (node->op)->category != PL_CAT_SHAPE || node->op == PL_OP_Transpose || node->op == PL_OP_Expand ||
-      node->op == PL_OP_Slice || node->op == PL_OP_Split || node->op == PL_OP_Concat || node->op == PL_OP_Pad || node->op == PL_OP_Resize ||
-      is_view_op (node))
+  if (pl_op_info (node->op)->category != PL_CAT_SHAPE || is_generated_shape_op (node))
     p = pl_kernel_plan_new (name, &node, 1, (PlValue *const *) outs->pdata, (int) outs->len, NULL, &local);
   if (p)
     return p;

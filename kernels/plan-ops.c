@@ -685,9 +685,9 @@ window_index (PlLower *L, const PlNode *node, int out, const PlValue *v, const P
   int64_t start[PL_MAX_RANK], step[PL_MAX_RANK];
   if (node->op == PL_OP_Slice)
     {
-      if (!pl_slice_static_geometry (node, start, step))
+      if (!pl_slice_static_window (node, start, step))
         {
-          pl_lower_fail (L, "%s: starts, ends, axes or steps not constant", node->name);
+          pl_lower_fail (L, "%s: starts, ends, axes or steps not constant, or a negative step", node->name);
           return false;
         }
     }
@@ -712,14 +712,7 @@ window_index (PlLower *L, const PlNode *node, int out, const PlValue *v, const P
         }
     }
   for (int k = 0; k < rank; k++)
-    {
-      if (step[k] < 1)
-        {
-          pl_lower_fail (L, "%s: a negative step", node->name);
-          return false;
-        }
-      ii[k] = pl_idx_add (L->arena, pl_idx_const (L->arena, start[k]), pl_idx_mul (L->arena, idx[k], step[k]));
-    }
+    ii[k] = pl_idx_add (L->arena, pl_idx_const (L->arena, start[k]), pl_idx_mul (L->arena, idx[k], step[k]));
   return true;
 }
 

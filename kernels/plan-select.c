@@ -77,21 +77,9 @@ pl_lower_pad (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *con
   int rank = v->shape.rank;
   int64_t begin[PL_MAX_RANK], end[PL_MAX_RANK], id[PL_MAX_RANK];
   PlValue *in = node->inputs[0];
-  if (strcmp (pl_node_attr_string (node, "mode", "constant"), "constant") != 0)
-    return pl_lower_fail (L, "%s: pad mode %s", node->name, pl_node_attr_string (node, "mode", ""));
-  if (!pl_pad_static_geometry (node, begin, end) || !in || !pl_shape_get_dims (&in->shape, id))
-    return pl_lower_fail (L, "%s: pads or shape not constant", node->name);
   double fill = 0;
-  PlValue *cv = node->n_inputs > 2 ? node->inputs[2] : NULL;
-  if (node->graph && node->graph->opset > 0 && node->graph->opset < 11)
-    fill = pl_node_attr_float (node, "value", 0.0f);
-  else if (cv)
-    {
-      PlTensor *t = pl_value_constant (cv);
-      if (!t || t->numel != 1)
-        return pl_lower_fail (L, "%s: the pad value is not a constant", node->name);
-      fill = pl_tensor_get_f64 (t, 0);
-    }
+  if (!pl_pad_static_constant (node, begin, end, &fill) || !pl_shape_get_dims (&in->shape, id))
+    return pl_lower_fail (L, "%s: not a constant-mode Pad with constant pads and value", node->name);
   const PlIdx *ii[PL_MAX_RANK];
   int inside = -1;
   for (int k = 0; k < rank; k++)

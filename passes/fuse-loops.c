@@ -81,20 +81,6 @@ is_row_reduction (PlOp op)
     }
 }
 
-/* A Slice the kernels read as an index function (plan-ops.c): constant
- * parameters and positive steps. */
-static bool
-slice_is_window (const PlNode *node)
-{
-  int64_t start[PL_MAX_RANK], step[PL_MAX_RANK];
-  if (!node->inputs[0] || !pl_rw_operands_constant (node) || !pl_slice_static_geometry (node, start, step))
-    return false;
-  for (int k = 0; k < node->inputs[0]->shape.rank; k++)
-    if (step[k] < 1)
-      return false;
-  return true;
-}
-
 static FuseClass
 classify (Ctx *c, const PlNode *node)
 {
@@ -110,12 +96,15 @@ classify (Ctx *c, const PlNode *node)
     case PL_OP_Flatten: case PL_OP_Expand:
       return node->inputs[0] && pl_rw_operands_constant (node) ? FUSE_INDEX : FUSE_NONE;
     case PL_OP_Slice:
-      return slice_is_window (node) ? FUSE_INDEX : FUSE_NONE;
+      {
+        int64_t start[PL_MAX_RANK], step[PL_MAX_RANK];
+        return pl_slice_static_window (node, start, step) ? FUSE_INDEX : FUSE_NONE;
+      }
     case PL_OP_Pad:
       {
         int64_t b[PL_MAX_RANK], e[PL_MAX_RANK];
-        return node->inputs[0] && pl_rw_operands_constant (node) && pl_pad_static_geometry (node, b, e) &&
-               strcmp (pl_node_attr_string (node, "mode", "constant"), "constant") == 0 ? FUSE_INDEX : FUSE_NONE;
+        double fill;
+        return pl_pad_static_constant (node, b, e, &fill) ? FUSE_INDEX : FUSE_NONE;
       }
     case PL_OP_Resize:
       {

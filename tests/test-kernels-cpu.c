@@ -477,35 +477,45 @@ test_fallback (void)
   g_assert_nonnull (strstr (json, "\"fallback\": true"));
 }
 
+/* Runs the graph `text` on the cpu as it is and after fuse-loops, each
+ * against the reference, with `fallbacks` reference kernels both times;
+ * returns the fused graph, and its run's report in *rf. */
+static PlGraph *
+check_unfused_and_fused (const char *text, guint32 seed, int fallbacks, PlRunReport **rf)
+{
+  g_autoptr (PlGraph) g = pl_test_parse (text);
+  g_autoptr (PlRunReport) r = check_graph (g, seed, 1e-6, 1e-6);
+  g_assert_cmpint (count_kind (r, "fallback"), ==, fallbacks);
+  PlGraph *f = pl_test_passes (g, "fuse-loops");
+  *rf = check_graph (f, seed, 1e-6, 1e-6);
+  g_assert_cmpint (count_kind (*rf, "fallback"), ==, fallbacks);
+  return f;
+}
+
+/* The kernel plan of the fusion that computes value `name` of f, dumped. */
+static char *
+fusion_plan_dump (const PlGraph *f, const char *name)
+{
+  PlNode *n = pl_graph_find_value (f, name)->producer;
+  g_assert_nonnull (n->body);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", n, &error);
+  g_assert_no_error (error);
+  return pl_kernel_plan_dump (p);
+}
+
 /* Slice (positive steps) and Split are index functions: generated, and a
  * Slice fuses into the loop around it; a negative step, which an index
  * expression cannot hold, still runs right as the reference. */
 static void
 test_slice_split (void)
 {
-  g_autoptr (PlGraph) g = pl_test_parse (PL_TEST_SLICE_SPLIT_GRAPH);
-  g_autoptr (PlRunReport) r = check_graph (g, 17, 1e-6, 1e-6);
-  g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
-
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_SLICE_SPLIT_GRAPH, 17, 0, &rf);
   /* y[i, j, k] = relu (exp (x[i, 1 + 3 j, 1 + 2 k])): one loop */
-  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-loops");
-  g_autoptr (PlRunReport) rf = check_graph (f, 17, 1e-6, 1e-6);
-  g_assert_cmpint (count_kind (rf, "fallback"), ==, 0);
-  gboolean sliced = FALSE;
-  for (guint i = 0; i < f->nodes->len; i++)
-    {
-      PlNode *n = g_ptr_array_index (f->nodes, i);
-      if (!n->body || n->outputs[0] != pl_graph_find_value (f, "y"))
-        continue;
-      g_autoptr (GError) error = NULL;
-      g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", n, &error);
-      g_assert_no_error (error);
-      g_autofree char *dump = pl_kernel_plan_dump (p);
-      g_assert_nonnull (strstr (dump, "loop dims [3, 3, 6]"));
-      g_assert_nonnull (strstr (dump, "in0[(120 * c0 + 36 * c1 + 2 * c2 + 13)]"));
-      sliced = TRUE;
-    }
-  g_assert_true (sliced);
+  g_autofree char *dump = fusion_plan_dump (f, "y");
+  g_assert_nonnull (strstr (dump, "loop dims [3, 3, 6]"));
+  g_assert_nonnull (strstr (dump, "in0[(120 * c0 + 36 * c1 + 2 * c2 + 13)]"));
 
   g_autoptr (PlGraph) neg = pl_test_parse (
     "graph sn opset 17 {\n"
@@ -522,20 +532,10 @@ test_slice_split (void)
 static void
 test_concat (void)
 {
-  g_autoptr (PlGraph) g = pl_test_parse (PL_TEST_CONCAT_GRAPH);
-  g_autoptr (PlRunReport) r = check_graph (g, 19, 1e-6, 1e-6);
-  g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
-
-  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-loops");
-  g_autoptr (PlRunReport) rf = check_graph (f, 19, 1e-6, 1e-6);
-  g_assert_cmpint (count_kind (rf, "fallback"), ==, 0);
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_CONCAT_GRAPH, 19, 0, &rf);
   g_assert_cmpint (rf->n_kernels, ==, 3);   /* Exp+Concat+Relu, Concat+Neg, Concat */
-  PlNode *n = pl_graph_find_value (f, "y")->producer;
-  g_assert_nonnull (n->body);
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", n, &error);
-  g_assert_no_error (error);
-  g_autofree char *dump = pl_kernel_plan_dump (p);
+  g_autofree char *dump = fusion_plan_dump (f, "y");
   g_assert_nonnull (strstr (dump, "loop dims [2, 8, 5]"));
   g_assert_nonnull (strstr (dump, "index(c1)"));
 }
@@ -544,12 +544,8 @@ test_concat (void)
 static void
 test_pad_trilu (void)
 {
-  g_autoptr (PlGraph) g = pl_test_parse (PL_TEST_PAD_TRILU_GRAPH);
-  g_autoptr (PlRunReport) r = check_graph (g, 20, 1e-6, 1e-6);
-  g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
-  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-loops");
-  g_autoptr (PlRunReport) rf = check_graph (f, 20, 1e-6, 1e-6);
-  g_assert_cmpint (count_kind (rf, "fallback"), ==, 0);
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_PAD_TRILU_GRAPH, 20, 0, &rf);
   g_assert_nonnull (pl_graph_find_value (f, "y")->producer->body);   /* Exp+Pad+Relu */
 }
 
@@ -558,18 +554,9 @@ test_pad_trilu (void)
 static void
 test_resize_nearest (void)
 {
-  g_autoptr (PlGraph) g = pl_test_parse (PL_TEST_RESIZE_GRAPH);
-  g_autoptr (PlRunReport) r = check_graph (g, 21, 1e-6, 1e-6);
-  g_assert_cmpint (count_kind (r, "fallback"), ==, 1);
-  g_autoptr (PlGraph) f = pl_test_passes (g, "fuse-loops");
-  g_autoptr (PlRunReport) rf = check_graph (f, 21, 1e-6, 1e-6);
-  g_assert_cmpint (count_kind (rf, "fallback"), ==, 1);
-  PlNode *n = pl_graph_find_value (f, "y")->producer;
-  g_assert_nonnull (n->body);   /* Exp+Resize+Relu */
-  g_autoptr (GError) error = NULL;
-  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", n, &error);
-  g_assert_no_error (error);
-  g_autofree char *dump = pl_kernel_plan_dump (p);
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_RESIZE_GRAPH, 21, 1, &rf);
+  g_autofree char *dump = fusion_plan_dump (f, "y");   /* Exp+Resize+Relu */
   g_assert_nonnull (strstr (dump, "(c2 / 2)"));
 }
 

@@ -277,17 +277,25 @@ test_measured_tiny_conv (void)
   assert_cpu_matches_reference (g, s->graph);
 }
 
-/* The cache text with key's line (this machine, cpu) given the value text
- * `value` ("ms" or "ms\trounds"). */
-static char *
-with_cache_value (const char *text, const char *machine, const char *key, const char *value)
+/* Where the value text of key's line (this machine, cpu) starts in the
+ * cache text: "ms" or "ms\trounds", up to the newline. */
+static const char *
+cache_value_at (const char *text, const char *machine, const char *key)
 {
   g_autofree char *head = g_strdup_printf ("%s\tcpu\t%s\t", machine, key);
   const char *at = strstr (text, head);
   g_assert_nonnull (at);
+  return at + strlen (head);
+}
+
+/* The cache text with key's value text replaced by `value`. */
+static char *
+with_cache_value (const char *text, const char *machine, const char *key, const char *value)
+{
+  const char *at = cache_value_at (text, machine, key);
   const char *eol = strchr (at, '\n');
   g_assert_nonnull (eol);
-  return g_strdup_printf ("%.*s%s%s%s", (int) (at - text), text, head, value, eol);
+  return g_strdup_printf ("%.*s%s%s", (int) (at - text), text, value, eol);
 }
 
 /* Measurements come in rounds and the cache says so: an entry of fewer
@@ -368,17 +376,13 @@ test_recalibrate (void)
   g_assert_null (strstr (s->report, " 0 entries measured now"));
 }
 
-/* The line of key (this machine, cpu) in the cache file: "ms\trounds\n"
- * after the key, g_free it. */
+/* Key's value text (this machine, cpu) in the cache file, g_free it. */
 static char *
 cache_value (const char *machine, const char *key)
 {
   g_autofree char *path = g_build_filename (cache_dir, "calibration.txt", NULL), *text = NULL;
   g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
-  g_autofree char *head = g_strdup_printf ("%s\tcpu\t%s\t", machine, key);
-  const char *at = strstr (text, head);
-  g_assert_nonnull (at);
-  at += strlen (head);
+  const char *at = cache_value_at (text, machine, key);
   return g_strndup (at, strcspn (at, "\n"));
 }
 
