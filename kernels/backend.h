@@ -26,6 +26,10 @@ const char  *pl_cpu_module_path    (const PlCpuModule *m);
 void         pl_cpu_module_free    (PlCpuModule *m);
 /* The compiler command line used (for reports and tests). */
 const char  *pl_cpu_compiler_flags (void);
+/* The BLAS the library paths call, with OpenBLAS's kernel core
+ * ("OpenBLAS SkylakeX"; "BLAS" for another): a GEMM's time depends on it,
+ * so calibrations and reports name it. */
+const char  *pl_cpu_blas_name      (void);
 
 /* (Batched) GEMM through BLAS: c = alpha * op(a) op(b). */
 void         pl_cpu_gemm           (const PlGemmDesc *g, const void *a, const void *b, void *c);

@@ -1,6 +1,6 @@
 /* calibrate-measure.c — measuring for the calibration (see calibrate.h and
- * the top of calibrate.c): the machine's ceilings (memcpy and sgemm on the
- * cpu, the same through the runtime on cuda), the one calibration graph of
+ * the top of calibrate.c): the machine's ceilings (memcpy, sgemm and the
+ * FMA peak on the cpu, memcpy and GEMM through the runtime on cuda), the one calibration graph of
  * everything the cache lacks (a branch per conv, pool and transform), and
  * the tuned tiles of direct convolutions (layout.tune). */
 #define G_LOG_DOMAIN "passlab"
@@ -80,6 +80,65 @@ timing_of (const PlRunReport *r, const PlNode *node)
   return NULL;
 }
 
+/* The peak kernel: each thread runs 12 independent chains of vector FMAs
+ * (enough to hide an FMA's latency on two pipes) in the widest vectors the
+ * compiler targets, and returns the FLOPs done; the sums keep the chains
+ * alive. Compiled like the generated kernels (-O3 -march=native). */
+static const char fma_peak_source[] =
+  "#include <stdint.h>\n"
+  "#if defined(__AVX512F__)\n#define VB 64\n#elif defined(__AVX__)\n#define VB 32\n#else\n#define VB 16\n#endif\n"
+  "typedef float pl_v __attribute__ ((vector_size (VB)));\n"
+  "double pl_fma_peak (int64_t iters)\n"
+  "{\n"
+  "  double flops = 0;\n"
+  "#pragma omp parallel reduction(+ : flops)\n"
+  "  {\n"
+  "    pl_v a[12], m = (pl_v) {} + 0.999f, b = (pl_v) {} + 0.001f;\n"
+  "    for (int j = 0; j < 12; j++)\n"
+  "      a[j] = (pl_v) {} + (float) j;\n"
+  "    for (int64_t i = 0; i < iters; i++)\n"
+  "      for (int j = 0; j < 12; j++)\n"
+  "        a[j] = a[j] * m + b;\n"
+  "    float sum = 0;\n"
+  "    for (int j = 0; j < 12; j++)\n"
+  "      for (int l = 0; l < VB / 4; l++)\n"
+  "        sum += a[j][l];\n"
+  "    flops += 2.0 * 12 * (VB / 4) * (double) iters + (sum == -1.0f);\n"
+  "  }\n"
+  "  return flops;\n"
+  "}\n";
+
+/* ms for CEILING_FMA_FLOPS at the peak (the best of 3 runs after a warm-up
+ * one), or 0 when the kernel could not be built. */
+static double
+measure_cpu_fma (const char *kernel_dir)
+{
+  g_autoptr (GError) error = NULL;
+  PlCpuModule *m = pl_cpu_module_compile (fma_peak_source, kernel_dir, NULL, &error);
+  if (!m)
+    {
+      g_debug ("calibration: the peak kernel: %s", error->message);
+      return 0;
+    }
+  double (*peak) (int64_t) = (double (*) (int64_t)) pl_cpu_module_symbol (m, "pl_fma_peak");
+  double best = INFINITY;
+  if (peak)
+    {
+      /* FLOPs per iteration on all threads, from a short run */
+      int64_t probe = 1000;
+      double per_iter = peak (probe) / probe;
+      int64_t iters = (int64_t) (CEILING_FMA_FLOPS / per_iter);
+      for (int r = 0; r < 4; r++)
+        {
+          double t = now_ms (), flops = peak (r == 0 ? iters / 8 : iters);
+          if (r > 0)   /* the first wakes the team and the clocks */
+            best = MIN (best, (now_ms () - t) * CEILING_FMA_FLOPS / flops);
+        }
+    }
+  pl_cpu_module_free (m);
+  return isfinite (best) ? best : 0;
+}
+
 /* The same ceilings on the device: a copy-like Relu of 64 Mi floats and a
  * 1024^3 MatMul through the runtime (cuBLAS). */
 static bool
@@ -113,11 +172,43 @@ measure_runtime_ceilings (PlCalibration *cal, double *copy_ms, double *gemm_ms, 
 
 /* The ceilings from the cache, else measured now and cached. The cache keeps
  * them whichever mode this calibration is in (they are facts of the machine). */
+/* The kernels' cache directory of a calibration (NULL: the default one). */
+static char *
+kernel_dir (PlCalibration *cal)
+{
+  return g_getenv ("PASSLAB_CACHE_DIR") ? g_build_filename (cal->dir, "kernels", NULL) : NULL;
+}
+
+/* The cpu's peak from the cache, else measured now (cached by the caller's
+ * save, or here when the other ceilings are cached already). */
+static void
+ensure_fma (PlCalibration *cal)
+{
+  if (cal->backend != PL_BACKEND_CPU)
+    return;
+  const Entry *f = g_hash_table_lookup (cal->entries, KEY_FMA);
+  if (f && f->ms > 0)
+    {
+      cal->fma_ms = f->ms;
+      return;
+    }
+  g_autofree char *kernels = kernel_dir (cal);
+  double ms = measure_cpu_fma (kernels);
+  if (ms <= 0)
+    return;
+  pl_cal_set_measured (cal, KEY_FMA, ms);
+  cal->fma_ms = ((Entry *) g_hash_table_lookup (cal->entries, KEY_FMA))->ms;
+  g_autoptr (GError) save_error = NULL;
+  if (!pl_cal_save_cache (cal, &save_error))
+    g_debug ("calibration: %s", save_error->message);
+}
+
 static void
 ensure_ceilings (PlCalibration *cal)
 {
   if (cal->have_ceilings)
     return;
+  ensure_fma (cal);
   const Entry *c = g_hash_table_lookup (cal->entries, KEY_COPY), *m = g_hash_table_lookup (cal->entries, KEY_GEMM);
   if (c && m && c->ms > 0 && m->ms > 0)
     {
@@ -162,6 +253,13 @@ pl_cal_gemm_rate (PlCalibration *cal)
 {
   ensure_ceilings (cal);
   return 2.0 * CEILING_GEMM_N * CEILING_GEMM_N * (double) CEILING_GEMM_N / cal->gemm_ms;
+}
+
+double
+pl_calibration_fma_peak (PlCalibration *cal)
+{
+  ensure_ceilings (cal);
+  return cal->fma_ms > 0 ? CEILING_FMA_FLOPS / cal->fma_ms / 1e6 : 0;
 }
 
 void
@@ -238,7 +336,7 @@ run_graph_spread (PlCalibration *cal, const PlGraph *g, double **spread, int *n_
 {
   PlCompileOptions o;
   pl_compile_options_init (&o, cal->backend);
-  g_autofree char *kernels = g_getenv ("PASSLAB_CACHE_DIR") ? g_build_filename (cal->dir, "kernels", NULL) : NULL;
+  g_autofree char *kernels = kernel_dir (cal);
   o.cache_dir = kernels;
   PlExecutable *e = pl_executable_new (g, &o, error);
   if (!e)

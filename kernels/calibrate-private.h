@@ -12,6 +12,10 @@ G_BEGIN_DECLS
 #define CEILING_GEMM_N 1024
 #define KEY_COPY "ceiling memcpy 256MiB"
 #define KEY_GEMM "ceiling sgemm 1024^3"
+/* The cpu's arithmetic peak: fused multiply-adds in registers, every
+ * thread, the widest vectors the compiler emits (CEILING_FMA_FLOPS of them). */
+#define CEILING_FMA_FLOPS ((double) ((int64_t) 1 << 33))
+#define KEY_FMA "ceiling fma f32 2^33"
 
 /* Rounds of the calibration graph a measurement takes the least median of
  * (calibrate-measure.c). The cache keeps each entry's count; an entry of
@@ -38,6 +42,7 @@ struct _PlCalibration {
   guint       impls;       /* bit per PlConvImpl */
   bool        have_ceilings;
   double      copy_ms, gemm_ms;   /* the ceilings: 256 MiB memcpy, 1024^3 sgemm */
+  double      fma_ms;      /* CEILING_FMA_FLOPS at the cpu's peak; 0: not measured (cuda, or failed) */
   int64_t     llc_bytes;
   int         n_measured;
   GArray     *spreads;     /* double, per entry measured: its rounds' largest median over the least */

@@ -374,7 +374,7 @@ pl_calibration_new (PlBackend backend, bool measure, GError **error)
   else
     {
       g_autofree char *model = cpu_model ();
-      machine = g_strdup_printf ("cpu %s, %d threads", model, cpu_threads ());
+      machine = g_strdup_printf ("cpu %s, %d threads, %s", model, cpu_threads (), pl_cpu_blas_name ());
     }
   g_strdelimit (machine, "\t\n", ' ');
   PlCalibration *cal = g_new0 (PlCalibration, 1);

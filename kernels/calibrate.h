@@ -79,6 +79,11 @@ bool           pl_calibration_load_table (PlCalibration *cal, const char *path, 
 PlCost         pl_calibration_bytes   (PlCalibration *cal, int64_t bytes);
 /* The machine's ceilings (measured once, cached): memcpy GB/s (read + write), GEMM GFLOP/s. */
 void           pl_calibration_ceilings (PlCalibration *cal, double *gbps, double *gflops);
+/* The cpu's arithmetic peak in GFLOP/s (f32 fused multiply-adds in
+ * registers on every thread: what no kernel can beat; a GEMM ceiling is
+ * only what BLAS reaches); measured once, cached. 0 on cuda or when the
+ * measurement failed. */
+double         pl_calibration_fma_peak (PlCalibration *cal);
 /* The tile of a direct conv's cost (cpu: a tuned tile measured faster, else the
  * pebble rule's; cuda: 0s, the kernel chooses). */
 void           pl_calibration_conv_tile (PlCalibration *cal, const PlNode *conv, PlLayout layout, int64_t tile[3]);

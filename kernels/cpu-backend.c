@@ -65,6 +65,19 @@ pl_cpu_compiler_flags (void)
   return CFLAGS;
 }
 
+const char *
+pl_cpu_blas_name (void)
+{
+#ifdef PL_HAVE_OPENBLAS_CORENAME
+  static char *name;
+  if (g_once_init_enter (&name))
+    g_once_init_leave (&name, g_strdup_printf ("OpenBLAS %s", openblas_get_corename ()));
+  return name;
+#else
+  return "BLAS";
+#endif
+}
+
 static const char *
 compiler (const Toolchain *t)
 {

@@ -708,9 +708,10 @@ pl_runtime_run_compiled (PlExecutable *e, PlTensor *const *inputs, int repeat, P
       *report = make_report (e, runs, dur, start, total, copy, wait);
       (*report)->emulated = e->backend == PL_BACKEND_CUDA && pl_cuda_emulated (e->cuda);
       (*report)->device = e->backend == PL_BACKEND_CPU
-                          ? g_strdup_printf ("cpu: %s, %d threads, OMP_WAIT_POLICY=%s", pl_cpu_compiler_flags (),
+                          ? g_strdup_printf ("cpu: %s, %d threads, OMP_WAIT_POLICY=%s, %s", pl_cpu_compiler_flags (),
                                              e->threads > 0 ? e->threads : (int) g_get_num_processors (),
-                                             g_getenv ("OMP_WAIT_POLICY") ? g_getenv ("OMP_WAIT_POLICY") : "default")
+                                             g_getenv ("OMP_WAIT_POLICY") ? g_getenv ("OMP_WAIT_POLICY") : "default",
+                                             pl_cpu_blas_name ())
                           : g_strdup_printf ("cuda: %s, %d SMs%s", pl_cuda_device_name (e->cuda),
                                              pl_cuda_sm_count (e->cuda),
                                              pl_cuda_emulated (e->cuda)

@@ -623,7 +623,9 @@ report_costs_header (PlPassReport *report, PlCalibration *cal, const Params *p)
                          p->measured_mode ? "measured (analytic where not measured)" : "analytic",
                          pl_backend_name (p->backend), pl_calibration_machine (cal), now->str,
                          p->recalibrate ? ", cached ones again" : "", pl_calibration_path (cal));
-  pl_pass_report_printf (report, "ceilings: memcpy %.1f GB/s, GEMM %.1f GFLOP/s%s%s", gbps, gflops,
+  double peak = pl_calibration_fma_peak (cal);
+  g_autofree char *peak_text = peak > 0 ? g_strdup_printf (", FMA peak %.0f GFLOP/s", peak) : g_strdup ("");
+  pl_pass_report_printf (report, "ceilings: memcpy %.1f GB/s, GEMM %.1f GFLOP/s%s%s%s", gbps, gflops, peak_text,
                          *p->table ? "; table " : "", p->table);
   if (pl_calibration_last_error (cal))
     pl_pass_report_printf (report, "measuring: %s (branches measured one by one; failing ones unsupported)",

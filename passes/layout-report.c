@@ -5,6 +5,8 @@
 #define G_LOG_DOMAIN "passlab"
 #include "layout-pass-private.h"
 
+#include "cost.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -77,8 +79,13 @@ void
 pl_lp_report_table (PlPassReport *report, const Model *M, const PlLsSolution *s, const Params *p, PlCalibration *cal,
               bool pools, int counts[3])
 {
+  /* convs on the cpu: the plan's share of the arithmetic peak, how far
+   * its kernel is from what no kernel can beat */
+  double peak = pools ? 0 : pl_calibration_fma_peak (cal) * 1e6;   /* FLOPs per ms */
   GString *head = g_string_new (NULL);
   g_string_append_printf (head, "%-16s %-28s %-12s %9s", pools ? "pool" : "conv", "shape", "plan", "ms");
+  if (peak > 0)
+    g_string_append (head, "  peak");
   for (int l = 0; l < PL_LAYOUT_COUNT; l++)
     if (p->layouts & (1u << l))
       g_string_append_printf (head, " %9s", pl_layout_name (l));
@@ -100,6 +107,8 @@ pl_lp_report_table (PlPassReport *report, const Model *M, const PlLsSolution *s,
                                     : g_strdup_printf ("%s %s", pl_layout_name (pn->layout[c]), impl_name (pn->impl[c]));
       GString *line = g_string_new (NULL);
       g_string_append_printf (line, "%-16s %-28s %-12s %9.4f", pn->node->name, shape, plan, pn->cost[c].ms);
+      if (peak > 0)
+        g_string_append_printf (line, " %4.0f%%", 100.0 * (double) pl_node_flops (pn->node, 1, NULL) / pn->cost[c].ms / peak);
       for (int l = 0; l < PL_LAYOUT_COUNT; l++)
         if (p->layouts & (1u << l))
           {
