@@ -27,37 +27,98 @@ now_ms (void)
   return g_get_monotonic_time () / 1000.0;
 }
 
-/* The best of a few 256 MiB memcpys and 1024^3 sgemms on this cpu. */
-static void
-measure_cpu_ceilings (double *copy_ms, double *gemm_ms)
+static bool round_is_calm (double steal_ms, double others_ms, double wall_ms);
+
+/* A ceiling on the cpu is the best run of its work in calm rounds, like
+ * the calibration's entries: a round runs the work `reps` times (enough
+ * for the round to span several /proc/stat ticks, so that a process
+ * beside us shows), after one warm-up run; rounds in which the hypervisor
+ * or other processes took CPU time run again, up to CEILING_MAX_ROUNDS.
+ * A ceiling measured beside a build would be low and make every share of
+ * it look high (a conv at 107% of an FMA peak measured so). */
+#define CEILING_ROUNDS     PL_CAL_ROUNDS
+#define CEILING_MAX_ROUNDS 6
+
+typedef struct {
+  double (*run) (gpointer data);   /* one run of the work: its ms */
+  gpointer data;
+  int      reps;
+} CeilingWork;
+
+/* The best run's ms over the calm rounds; *calm: whether any round was
+ * (else the best over all rounds). */
+static double
+ceiling_best (const CeilingWork *w, bool *calm)
 {
-  char *a = g_malloc (CEILING_COPY_BYTES), *b = g_malloc (CEILING_COPY_BYTES);
-  memset (a, 1, CEILING_COPY_BYTES);
-  memset (b, 2, CEILING_COPY_BYTES);
-  *copy_ms = INFINITY;
-  for (int r = 0; r < 4; r++)
+  w->run (w->data);
+  double best_calm = INFINITY, best_any = INFINITY;
+  int n_calm = 0;
+  for (int r = 0; r < CEILING_MAX_ROUNDS && n_calm < CEILING_ROUNDS; r++)
     {
-      double t = now_ms ();
-      memcpy (b, a, CEILING_COPY_BYTES);
-      *copy_ms = MIN (*copy_ms, now_ms () - t);
+      double s0 = pl_cpu_steal_ms (), o0 = pl_cpu_others_ms (), t0 = now_ms (), best = INFINITY;
+      for (int k = 0; k < w->reps; k++)
+        best = MIN (best, w->run (w->data));
+      double s1 = pl_cpu_steal_ms (), o1 = pl_cpu_others_ms ();
+      best_any = MIN (best_any, best);
+      if (round_is_calm (s0 >= 0 && s1 >= 0 ? s1 - s0 : -1, o0 >= 0 && o1 >= 0 ? o1 - o0 : -1, now_ms () - t0))
+        {
+          n_calm++;
+          best_calm = MIN (best_calm, best);
+        }
     }
-  g_free (a);
-  g_free (b);
+  *calm = n_calm > 0;
+  return n_calm > 0 ? best_calm : best_any;
+}
+
+typedef struct {
+  char *a, *b;
+} CopyWork;
+
+static double
+run_copy (gpointer data)
+{
+  CopyWork *w = data;
+  double t = now_ms ();
+  memcpy (w->b, w->a, CEILING_COPY_BYTES);
+  return now_ms () - t;
+}
+
+typedef struct {
+  float *x, *y, *z;
+} GemmWork;
+
+static double
+run_gemm (gpointer data)
+{
+  GemmWork *w = data;
   int n = CEILING_GEMM_N;
-  float *x = g_new (float, (gsize) n * n), *y = g_new (float, (gsize) n * n), *z = g_new0 (float, (gsize) n * n);
+  double t = now_ms ();
+  cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, w->x, n, w->y, n, 0.0f, w->z, n);
+  return now_ms () - t;
+}
+
+/* The best 256 MiB memcpy and 1024^3 sgemm on this cpu (rounds of ~50 ms);
+ * *calm: whether both had a calm round. */
+static void
+measure_cpu_ceilings (double *copy_ms, double *gemm_ms, bool *calm)
+{
+  CopyWork copy = { g_malloc (CEILING_COPY_BYTES), g_malloc (CEILING_COPY_BYTES) };
+  memset (copy.a, 1, CEILING_COPY_BYTES);
+  memset (copy.b, 2, CEILING_COPY_BYTES);
+  bool copy_calm, gemm_calm;
+  *copy_ms = ceiling_best (&(CeilingWork) { run_copy, &copy, 3 }, &copy_calm);
+  g_free (copy.a);
+  g_free (copy.b);
+  int n = CEILING_GEMM_N;
+  GemmWork gemm = { g_new (float, (gsize) n * n), g_new (float, (gsize) n * n), g_new0 (float, (gsize) n * n) };
   for (int i = 0; i < n * n; i++)
-    x[i] = y[i] = (float) (i % 17) / 17.0f;
-  *gemm_ms = INFINITY;
-  for (int r = 0; r < 4; r++)
-    {
-      double t = now_ms ();
-      cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, x, n, y, n, 0.0f, z, n);
-      if (r > 0)   /* the first warms up BLAS's threads */
-        *gemm_ms = MIN (*gemm_ms, now_ms () - t);
-    }
-  g_free (x);
-  g_free (y);
-  g_free (z);
+    gemm.x[i] = gemm.y[i] = (float) (i % 17) / 17.0f;
+  /* the warm-up run wakes BLAS's threads */
+  *gemm_ms = ceiling_best (&(CeilingWork) { run_gemm, &gemm, 5 }, &gemm_calm);
+  g_free (gemm.x);
+  g_free (gemm.y);
+  g_free (gemm.z);
+  *calm = copy_calm && gemm_calm;
 }
 
 static PlNode *
@@ -108,35 +169,44 @@ static const char fma_peak_source[] =
   "  return flops;\n"
   "}\n";
 
-/* ms for CEILING_FMA_FLOPS at the peak (the best of 3 runs after a warm-up
- * one), or 0 when the kernel could not be built. */
+typedef struct {
+  double (*peak) (int64_t iters);
+  int64_t iters;   /* for CEILING_FMA_FLOPS on the whole team */
+  double  flops;   /* what the last run did */
+} FmaWork;
+
 static double
-measure_cpu_fma (const char *kernel_dir)
+run_fma (gpointer data)
+{
+  FmaWork *w = data;
+  double t = now_ms ();
+  w->flops = w->peak (w->iters);
+  return (now_ms () - t) * CEILING_FMA_FLOPS / w->flops;
+}
+
+/* ms for CEILING_FMA_FLOPS at the peak (rounds of three ~20 ms runs), or 0
+ * when the kernel could not be built; *calm as ceiling_best's. */
+static double
+measure_cpu_fma (const char *kernel_dir, bool *calm)
 {
   g_autoptr (GError) error = NULL;
+  *calm = false;
   PlCpuModule *m = pl_cpu_module_compile (fma_peak_source, kernel_dir, NULL, &error);
   if (!m)
     {
       g_debug ("calibration: the peak kernel: %s", error->message);
       return 0;
     }
-  double (*peak) (int64_t) = (double (*) (int64_t)) pl_cpu_module_symbol (m, "pl_fma_peak");
-  double best = INFINITY;
-  if (peak)
+  FmaWork w = { (double (*) (int64_t)) pl_cpu_module_symbol (m, "pl_fma_peak"), 1000, 0 };
+  double ms = 0;
+  if (w.peak)
     {
-      /* FLOPs per iteration on all threads, from a short run */
-      int64_t probe = 1000;
-      double per_iter = peak (probe) / probe;
-      int64_t iters = (int64_t) (CEILING_FMA_FLOPS / per_iter);
-      for (int r = 0; r < 4; r++)
-        {
-          double t = now_ms (), flops = peak (r == 0 ? iters / 8 : iters);
-          if (r > 0)   /* the first wakes the team and the clocks */
-            best = MIN (best, (now_ms () - t) * CEILING_FMA_FLOPS / flops);
-        }
+      /* iterations for CEILING_FMA_FLOPS, from the FLOPs of a short run */
+      w.iters = (int64_t) (CEILING_FMA_FLOPS / (w.peak (w.iters) / (double) w.iters));
+      ms = ceiling_best (&(CeilingWork) { run_fma, &w, 3 }, calm);
     }
   pl_cpu_module_free (m);
-  return isfinite (best) ? best : 0;
+  return isfinite (ms) ? ms : 0;
 }
 
 /* The same ceilings on the device: a copy-like Relu of 64 Mi floats and a
@@ -170,8 +240,6 @@ measure_runtime_ceilings (PlCalibration *cal, double *copy_ms, double *gemm_ms, 
   return true;
 }
 
-/* The ceilings from the cache, else measured now and cached. The cache keeps
- * them whichever mode this calibration is in (they are facts of the machine). */
 /* The kernels' cache directory of a calibration (NULL: the default one). */
 static char *
 kernel_dir (PlCalibration *cal)
@@ -179,38 +247,68 @@ kernel_dir (PlCalibration *cal)
   return g_getenv ("PASSLAB_CACHE_DIR") ? g_build_filename (cal->dir, "kernels", NULL) : NULL;
 }
 
-/* The cpu's peak from the cache, else measured now (cached by the caller's
- * save, or here when the other ceilings are cached already). */
-static void
-ensure_fma (PlCalibration *cal)
+/* A ceiling's cache entry, when it serves: given by a table, or measured
+ * in calm rounds (one measured while the machine stayed busy is measured
+ * again, like any entry) and not to be measured again (remeasure). */
+static const Entry *
+ceiling_entry (PlCalibration *cal, const char *key)
 {
-  if (cal->backend != PL_BACKEND_CPU)
-    return;
-  const Entry *f = g_hash_table_lookup (cal->entries, KEY_FMA);
-  if (f && f->ms > 0)
-    {
-      cal->fma_ms = f->ms;
-      return;
-    }
-  g_autofree char *kernels = kernel_dir (cal);
-  double ms = measure_cpu_fma (kernels);
-  if (ms <= 0)
-    return;
-  pl_cal_set_measured (cal, KEY_FMA, ms);
-  cal->fma_ms = ((Entry *) g_hash_table_lookup (cal->entries, KEY_FMA))->ms;
+  const Entry *e = g_hash_table_lookup (cal->entries, key);
+  if (!e || e->ms <= 0)
+    return NULL;
+  return e->source != PL_COST_MEASURED || (e->rounds >= PL_CAL_ROUNDS && !cal->remeasure) ? e : NULL;
+}
+
+/* Enters a ceiling measured now (as of one round when no round was calm,
+ * so the next calibration measures it again); returns its ms. */
+static double
+set_ceiling (PlCalibration *cal, const char *key, double ms, bool calm)
+{
+  pl_cal_set_measured_rounds (cal, key, ms, calm ? PL_CAL_ROUNDS : 1);
+  if (!calm)
+    cal->n_unsettled++;
+  return ((const Entry *) g_hash_table_lookup (cal->entries, key))->ms;
+}
+
+static void
+save_ceilings (PlCalibration *cal)
+{
   g_autoptr (GError) save_error = NULL;
   if (!pl_cal_save_cache (cal, &save_error))
     g_debug ("calibration: %s", save_error->message);
 }
 
+/* The cpu's peak from the cache, else measured now and cached. */
+static void
+ensure_fma (PlCalibration *cal)
+{
+  if (cal->backend != PL_BACKEND_CPU)
+    return;
+  const Entry *f = ceiling_entry (cal, KEY_FMA);
+  if (f)
+    {
+      cal->fma_ms = f->ms;
+      return;
+    }
+  g_autofree char *kernels = kernel_dir (cal);
+  bool calm;
+  double ms = measure_cpu_fma (kernels, &calm);
+  if (ms <= 0)
+    return;
+  cal->fma_ms = set_ceiling (cal, KEY_FMA, ms, calm);
+  save_ceilings (cal);
+}
+
+/* The ceilings from the cache, else measured now and cached. The cache keeps
+ * them whichever mode this calibration is in (they are facts of the machine). */
 static void
 ensure_ceilings (PlCalibration *cal)
 {
   if (cal->have_ceilings)
     return;
   ensure_fma (cal);
-  const Entry *c = g_hash_table_lookup (cal->entries, KEY_COPY), *m = g_hash_table_lookup (cal->entries, KEY_GEMM);
-  if (c && m && c->ms > 0 && m->ms > 0)
+  const Entry *c = ceiling_entry (cal, KEY_COPY), *m = ceiling_entry (cal, KEY_GEMM);
+  if (c && m)
     {
       cal->copy_ms = c->ms;
       cal->gemm_ms = m->ms;
@@ -218,10 +316,11 @@ ensure_ceilings (PlCalibration *cal)
       return;
     }
   double copy_ms = 0, gemm_ms = 0;
+  bool calm = true;
   g_autoptr (GError) error = NULL;
   cal->have_ceilings = true;
   if (cal->backend == PL_BACKEND_CPU)
-    measure_cpu_ceilings (&copy_ms, &gemm_ms);
+    measure_cpu_ceilings (&copy_ms, &gemm_ms, &calm);
   else if (!measure_runtime_ceilings (cal, &copy_ms, &gemm_ms, &error))
     {
       /* nothing measured: an H100's order of magnitude (2.5 TB/s, 50 TFLOP/s), not cached */
@@ -231,13 +330,9 @@ ensure_ceilings (PlCalibration *cal)
       cal->gemm_ms = 2.0 * CEILING_GEMM_N * CEILING_GEMM_N * (double) CEILING_GEMM_N / 5e10;
       return;
     }
-  pl_cal_set_measured (cal, KEY_COPY, copy_ms);
-  pl_cal_set_measured (cal, KEY_GEMM, gemm_ms);
-  cal->copy_ms = ((Entry *) g_hash_table_lookup (cal->entries, KEY_COPY))->ms;
-  cal->gemm_ms = ((Entry *) g_hash_table_lookup (cal->entries, KEY_GEMM))->ms;
-  g_autoptr (GError) save_error = NULL;
-  if (!pl_cal_save_cache (cal, &save_error))
-    g_debug ("calibration: %s", save_error->message);
+  cal->copy_ms = set_ceiling (cal, KEY_COPY, copy_ms, calm);
+  cal->gemm_ms = set_ceiling (cal, KEY_GEMM, gemm_ms, calm);
+  save_ceilings (cal);
 }
 
 /* Bytes (read + written) per ms, and FLOPs per ms. */

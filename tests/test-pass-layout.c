@@ -404,7 +404,7 @@ cache_value (const char *machine, const char *key)
 /* A calibration beside other busy processes (two spinning children here; a
  * build, in life) runs its rounds again, keeps the least when none was left
  * alone, caches those entries as of one round, and the next calibration
- * measures them again. */
+ * measures them again; the same for the machine's ceilings. */
 static void
 test_busy_machine (void)
 {
@@ -445,6 +445,13 @@ test_busy_machine (void)
     g_assert_cmpint (pl_calibration_n_disturbed_rounds (cal), >, 0);
     g_assert_cmpint (pl_calibration_n_unsettled (cal), >, 0);
   }
+  {
+    /* the ceilings measured again beside them: the FMA peak cached as of one round */
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    pl_calibration_set_remeasure (cal, true);
+    g_assert_cmpfloat (pl_calibration_fma_peak (cal), >, 0);
+    g_assert_cmpint (pl_calibration_n_unsettled (cal), >, 0);
+  }
   for (int i = 0; i < 2; i++)
     {
       kill (spin[i], SIGKILL);
@@ -452,6 +459,8 @@ test_busy_machine (void)
     }
   g_autofree char *busy = cache_value (machine, key);
   g_assert_true (g_str_has_suffix (busy, "\t1"));
+  g_autofree char *busy_peak = cache_value (machine, "ceiling fma f32 2^33");
+  g_assert_true (g_str_has_suffix (busy_peak, "\t1"));
   {
     g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
     pl_calibration_restrict (cal, 1u << PL_LAYOUT_NCHW, 1u << PL_CONV_IMPL_GEMM);
