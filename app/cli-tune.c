@@ -9,7 +9,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "calibrate.h"
 #include "tune.h"
+
+/* This cpu's arithmetic peak in FLOPs per ms (the calibration's, measured
+ * once and cached; 0 when unknown): the tiles' speeds as shares of it. */
+static double fma_peak;
 
 /* Best so far of each search after 1, 2, 4, ... trials and after its last. */
 static void
@@ -43,8 +48,12 @@ trials_to (const GArray *trials, double ms)
 static void
 print_best (const char *what, const int64_t t[3], double ms, double gflop)
 {
-  printf ("  %-12s %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "  %.4f ms  %.1f GFLOP/s\n", what,
-          t[0], t[1], t[2], ms, ms > 0 ? gflop / ms * 1e3 : 0.0);
+  double rate = ms > 0 ? gflop / ms * 1e3 : 0.0;   /* GFLOP/s */
+  printf ("  %-12s %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "  %.4f ms  %.1f GFLOP/s", what,
+          t[0], t[1], t[2], ms, rate);
+  if (fma_peak > 0)
+    printf (" (%.0f%% of the FMA peak)", 100.0 * rate * 1e6 / fma_peak);
+  printf ("\n");
 }
 
 static void
@@ -164,6 +173,12 @@ pl_cli_tune (int argc, char **argv)
   if (convs->len == 0)
     return pl_cli_fail ("tune: no Conv in %s", argv[1]);
 
+  {
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, false, NULL);
+    fma_peak = cal ? pl_calibration_fma_peak (cal) * 1e6 : 0;
+    if (fma_peak > 0)
+      printf ("FMA peak of this cpu: %.0f GFLOP/s (%s)\n", fma_peak / 1e6, pl_calibration_path (cal));
+  }
   PlTuneOptions o = { .max_trials = trials, .repeat = repeat, .seed = (guint32) seed, .rounds = rounds, .cache_dir = cache_dir };
   GString *out = g_string_new ("[");
   g_autoptr (GPtrArray) results = g_ptr_array_new_with_free_func ((GDestroyNotify) pl_tune_result_free);

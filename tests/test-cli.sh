@@ -408,7 +408,7 @@ check "the emulator without a C++ compiler fails cleanly" eval 'fails_cleanly &&
 # --- tune: the direct conv's tile, full vs pebble-pruned search -------------------------
 RB="$SRC/data/graphs/resnet_block.graph"
 run tune "$RB" --node conv1 --layout NHWC --trials 3 --repeat 1 --cache-dir "$TMP/kc" --json "$TMP/tune.json"
-check "tune a conv: pebble tile, both searches, JSON" eval 'status_is 0 && out_has "pebble tile" && out_has "head to head (median of 7 rounds)" && out_has "pruned best runs at" && grep -q "\"head_to_head\":" "$TMP/tune.json" && grep -q "\"pruned_space\":" "$TMP/tune.json"'
+check "tune a conv: pebble tile, both searches, JSON" eval 'status_is 0 && out_has "pebble tile" && out_has "head to head (median of 7 rounds)" && out_has "pruned best runs at" && out_has "of the FMA peak" && out_has "FMA peak of this cpu" && grep -q "\"head_to_head\":" "$TMP/tune.json" && grep -q "\"pruned_space\":" "$TMP/tune.json"'
 run tune "$RB" --layout NHWC --trials 2 --repeat 1 --rounds 1 --cache-dir "$TMP/kc"
 check "tune every conv: a summary line per conv and the totals" \
   eval 'status_is 0 && [ "$(grep -cE "^ +conv[0-9a-z_]* +[0-9]+ +[0-9.]+% +[0-9]+ of [0-9]+ +[0-9]+ of [0-9]+ +[0-9]+%$" "$TMP/out")" -ge 2 ] && out_has "the pruned searches ran"'
