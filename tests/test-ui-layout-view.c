@@ -481,6 +481,9 @@ test_tune (void)
   assert_contains (verdict, "side by side");
   g_autofree char *in = g_strdup_printf ("of %u trials", r->pruned->len);
   assert_contains (verdict, in);
+  /* the best tile's speed against this cpu's arithmetic peak */
+  g_autofree char *text = pl_test_ui_widget_text (panel);
+  assert_contains (text, "of this cpu's FMA peak");
 
   /* Cancel drops what the worker brings; the panel takes a new tune after. */
   g_assert_true (pl_tune_panel_run (panel, &error));

@@ -13,6 +13,7 @@
 
 #include "pl-tune-panel.h"
 
+#include "calibrate.h"
 #include "pass-manager.h"
 #include "pl-panel-util.h"
 
@@ -25,6 +26,7 @@ typedef struct {
   PlLayout      layout;
   int           trials;
   PlTuneResult *result;
+  double        fma_peak;  /* the cpu's peak, GFLOP/s (the calibration's; 0: unknown) */
 } TuneJob;
 
 struct _PlTunePanel
@@ -49,6 +51,7 @@ struct _PlTunePanel
   gboolean       running;          /* a worker is out */
   gboolean       abandoned;        /* ... and Cancel was pressed: drop what it brings */
   PlTuneResult  *result;
+  double         fma_peak;         /* the result's cpu peak, GFLOP/s (0: unknown) */
   char          *error;
   char          *verdict;
   gboolean       syncing;          /* the selection is being propagated: ignore echoes */
@@ -342,6 +345,15 @@ show_result (PlTunePanel *self)
   add_summary_row (self, row++, "pebble tile", pebble);
   add_summary_row (self, row++, "best, full", full);
   add_summary_row (self, row++, "best, pruned", pruned);
+  double best_ms = MIN (r->best_full_ms, r->best_pruned_ms), gflops = best_ms > 0 ? r->gflop / best_ms * 1e3 : 0;
+  if (gflops > 0)
+    {
+      g_autofree char *speed = self->fma_peak > 0
+                               ? g_strdup_printf ("%.1f GFLOP/s, %.0f%% of this cpu's FMA peak (%.0f GFLOP/s)", gflops,
+                                                  100.0 * gflops / self->fma_peak, self->fma_peak)
+                               : g_strdup_printf ("%.1f GFLOP/s", gflops);
+      add_summary_row (self, row++, "best speed", speed);
+    }
 
   g_autofree char *status = g_strdup_printf ("Tuned %s in %s: best tile %s, %s", r->conv, pl_layout_name (r->layout),
                                              r->best_pruned_ms <= r->best_full_ms ? pt : ft,
@@ -364,6 +376,12 @@ tune_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancella
   PlTuneOptions options = { .max_trials = job->trials, .repeat = 0, .seed = 1, .cache_dir = NULL };
   GError *error = NULL;
   job->result = pl_tune_conv (conv, job->layout, &options, &error);
+  if (job->result)
+    {
+      /* measured once per machine and cached: a few tenths of a second the first time */
+      g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, false, NULL);
+      job->fma_peak = cal ? pl_calibration_fma_peak (cal) : 0;
+    }
   if (!job->result)
     g_task_return_error (task, error);
   else
@@ -411,6 +429,7 @@ tune_done (GObject *source, GAsyncResult *res, gpointer user_data)
     {
       g_clear_pointer (&self->result, pl_tune_result_free);
       self->result = g_steal_pointer (&job->result);
+      self->fma_peak = job->fma_peak;
       show_result (self);
     }
   else
