@@ -12,6 +12,8 @@
  *    is one Transpose or nothing; Neg(Neg(x)) and Not(Not(x)) are x;
  *  - algebraic identities: x*1, 1*x, x+0, 0+x, x-0, x/1, x**1, only where the
  *    result has x's dtype and shape (broadcasting could otherwise grow it);
+ *  - a zero Pad of the spatial dims in front of a Conv (or an AveragePool
+ *    that counts padding) becomes the window op's own padding;
  *  - common subexpressions: equal constants, and nodes with the same op,
  *    inputs and attributes, keep the first (hash tables, so linear);
  *  - dead code, removed at the end (pl_rw_dce).
@@ -31,6 +33,7 @@
  */
 #define G_LOG_DOMAIN "passlab"
 #include "builtin-passes.h"
+#include "ops-util.h"
 #include "rewrite.h"
 
 #include <string.h>
@@ -48,7 +51,7 @@ typedef struct {
   GHashTable *nodes;     /* PlNode* set of canonical nodes, hashed by content (CSE) */
   GHashTable *consts;    /* PlValue* set of canonical constants, hashed by content */
   GHashTable *names;     /* PlValue* -> char*: the name it takes at the end */
-  int64_t     n_folded, n_identities, n_cancelled, n_merged, n_algebra, n_cse, n_const_dups;
+  int64_t     n_folded, n_identities, n_cancelled, n_merged, n_algebra, n_cse, n_const_dups, n_pads_folded;
 } Simp;
 
 /* --- types and shapes ------------------------------------------------------- */
@@ -608,6 +611,26 @@ try_view_pair (Simp *s, PlNode *node)
   return true;
 }
 
+/* Sets node's int-list attribute `name` to v[n] and its input 0 to x; on
+ * failure (inference rejects it) puts both back. */
+static bool
+rewire_with_ints (Simp *s, PlNode *node, const char *name, const int64_t *v, int n, PlValue *x)
+{
+  const int64_t *old;
+  int n_old;
+  g_autofree int64_t *saved = pl_node_attr_ints (node, name, &old, &n_old) ? g_memdup2 (old, sizeof (int64_t) * n_old)
+                                                                           : NULL;
+  cse_forget (s, node);  /* before its content changes */
+  pl_node_set_attr_ints (node, name, v, n);
+  if (rewire (s, node, 1, (int[]) { 0 }, (PlValue *[]) { x }))
+    return true;
+  if (saved)
+    pl_node_set_attr_ints (node, name, saved, n_old);
+  else
+    pl_node_remove_attr (node, name);
+  return false;
+}
+
 /* Transpose(Transpose(x, p1), p2) = Transpose(x, p1[p2[i]]). */
 static bool
 try_transpose_pair (Simp *s, PlNode *node)
@@ -625,20 +648,8 @@ try_transpose_pair (Simp *s, PlNode *node)
     q64[i] = q[i] = p1[p2[i]];
   if (pl_rw_same_shape (&x->shape, &y->shape) && perm_keeps_order (&x->shape, q))
     return bypass (s, node, x, &s->n_cancelled);
-  const int64_t *old_perm;
-  int old_n;
-  g_autofree int64_t *saved = pl_node_attr_ints (node, "perm", &old_perm, &old_n)
-                                ? g_memdup2 (old_perm, sizeof (int64_t) * old_n) : NULL;
-  cse_forget (s, node);  /* before its content changes */
-  pl_node_set_attr_ints (node, "perm", q64, rank);
-  if (!rewire (s, node, 1, (int[]) { 0 }, (PlValue *[]) { x }))
-    {
-      if (saved)
-        pl_node_set_attr_ints (node, "perm", saved, old_n);
-      else
-        pl_node_remove_attr (node, "perm");
-      return false;
-    }
+  if (!rewire_with_ints (s, node, "perm", q64, rank, x))
+    return false;
   s->n_merged++;
   return true;
 }
@@ -697,6 +708,50 @@ try_algebra (Simp *s, PlNode *node)
   return x && bypass (s, node, x, &s->n_algebra);
 }
 
+/* A zero Pad of the spatial dims in front of a Conv, or of an AveragePool
+ * that counts the padding, is the window op's own padding: the window op
+ * reads the Pad's input with the two paddings added (ONNX exporters from
+ * frameworks with "valid"/"same" padding write such Pads). Not for MaxPool
+ * (its padding is -inf), ceil_mode pools, auto_pad, a Pad read by anything
+ * else, or a Pad that crops. */
+static bool
+try_pad_into_window (Simp *s, PlNode *node)
+{
+  PlValue *mid = in0 (node);
+  PlNode *pad = mid ? mid->producer : NULL;
+  if (!pad || pad->op != PL_OP_Pad || g_hash_table_contains (s->pinned, pad) || !in0 (pad)
+      || pl_rw_sole_user (mid) != node || is_output (s, mid))
+    return false;
+  if (strcmp (pl_node_attr_string (node, "auto_pad", "NOTSET"), "NOTSET") != 0)
+    return false;
+  if (node->op == PL_OP_AveragePool
+      && (pl_node_attr_int (node, "count_include_pad", 0) != 1 || pl_node_attr_int (node, "ceil_mode", 0) != 0))
+    return false;
+  PlValue *x = in0 (pad);
+  int rank = x->shape.rank, n = rank - 2;
+  int64_t begin[PL_MAX_RANK], end[PL_MAX_RANK];
+  double fill;
+  if (rank < 3 || !pl_pad_static_constant (pad, begin, end, &fill) || fill != 0.0 || begin[0] || end[0] || begin[1]
+      || end[1])
+    return false;
+  const int64_t *old = NULL;
+  int n_old = 0;
+  if (pl_node_attr_ints (node, "pads", &old, &n_old) && n_old != 2 * n)
+    return false;
+  int64_t pads[2 * PL_MAX_RANK];
+  for (int k = 0; k < n; k++)
+    {
+      if (begin[2 + k] < 0 || end[2 + k] < 0)
+        return false;
+      pads[k] = begin[2 + k] + (old ? old[k] : 0);
+      pads[n + k] = end[2 + k] + (old ? old[n + k] : 0);
+    }
+  if (!rewire_with_ints (s, node, "pads", pads, 2 * n, x))
+    return false;
+  s->n_pads_folded++;
+  return true;
+}
+
 /* Keeps the first of equal nodes; a later one's readers read the first. */
 static bool
 try_cse (Simp *s, PlNode *node)
@@ -752,6 +807,8 @@ process (Simp *s, PlNode *node)
   if ((node->op == PL_OP_Neg || node->op == PL_OP_Not) && try_involution (s, node))
     return;
   if (try_algebra (s, node))
+    return;
+  if ((node->op == PL_OP_Conv || node->op == PL_OP_AveragePool) && try_pad_into_window (s, node))
     return;
   try_cse (s, node);
 }
@@ -883,6 +940,8 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
                "reshape/transpose pairs into one node each");
   report_line (report, "algebraic identities", s.n_algebra, "simplified", "algebraic identity",
                "algebraic identities");
+  report_line (report, "pads folded", s.n_pads_folded, "folded", "Pad into the padding of its Conv or AveragePool",
+               "Pads into the padding of their Convs or AveragePools");
   report_line (report, "duplicate nodes merged", s.n_cse, "merged", "duplicate node (CSE)",
                "duplicate nodes (CSE)");
   report_line (report, "duplicate constants merged", s.n_const_dups, "merged", "duplicate constant",
@@ -890,7 +949,7 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
   report_line (report, "dead nodes removed", n_dead, "removed", "dead node", "dead nodes");
   report_line (report, "unused constants removed", n_unused, "removed", "unused constant", "unused constants");
   report->changed = s.n_folded + s.n_identities + s.n_cancelled + s.n_merged + s.n_algebra + s.n_cse
-                    + s.n_const_dups + n_dead + n_unused > 0;
+                    + s.n_const_dups + s.n_pads_folded + n_dead + n_unused > 0;
   if (!report->changed)
     pl_pass_report_printf (report, "nothing to simplify");
   simp_clear (&s);

@@ -397,6 +397,83 @@ test_algebra_kept (void)
   g_assert_cmpstr (input_name (producer (s->graph, "r"), 0), ==, "i");
 }
 
+/* A zero Pad of the spatial dims becomes the padding of the Conv or the
+ * counting AveragePool that alone reads it, added to the op's own. */
+static void
+test_pad_into_window (void)
+{
+  g_autoptr (PlHistory) h = simplify ("graph g opset 17 {\n"
+                                      "  input x: f32[1, 3, 10, 12]\n"
+                                      "  const w: f32[4, 3, 3, 3] = random(seed=1, lo=-0.5, hi=0.5)\n"
+                                      "  const p: i64[8] = [0, 0, 1, 2, 0, 0, 1, 0]\n"
+                                      "  const q: i64[8] = [0, 0, 1, 1, 0, 0, 1, 1]\n"
+                                      "  const zero: f32[] = 0.0\n"
+                                      "  xp = Pad(x, p)\n"
+                                      "  c = Conv(xp, w) {kernel_shape=[3, 3], pads=[0, 1, 1, 0], strides=[2, 1]}\n"
+                                      "  r = Relu(c)\n"
+                                      "  rp = Pad(r, q, zero)\n"
+                                      "  y = AveragePool(rp) {kernel_shape=[3, 3], count_include_pad=1}\n"
+                                      "  output y\n"
+                                      "}\n", NULL);
+  PlStep *s = last_step (h);
+  assert_ops (s->graph, "AveragePool:1 Conv:1 Relu:1");
+  PlNode *c = producer (s->graph, "c"), *y = producer (s->graph, "y");
+  g_assert_cmpstr (input_name (c, 0), ==, "x");
+  g_assert_cmpstr (input_name (y, 0), ==, "r");
+  const int64_t *pads;
+  int n;
+  g_assert_true (pl_node_attr_ints (c, "pads", &pads, &n));
+  g_assert_cmpint (n, ==, 4);
+  /* begins h 1 + 0, w 2 + 1; ends h 1 + 1, w 0 + 0 */
+  g_assert_cmpint (pads[0], ==, 1);
+  g_assert_cmpint (pads[1], ==, 3);
+  g_assert_cmpint (pads[2], ==, 2);
+  g_assert_cmpint (pads[3], ==, 0);
+  g_assert_true (pl_node_attr_ints (y, "pads", &pads, &n));
+  g_assert_cmpint (n, ==, 4);
+  for (int k = 0; k < 4; k++)
+    g_assert_cmpint (pads[k], ==, 1);
+  g_assert_cmpint (pl_pass_report_get (s->counters, "pads folded"), ==, 2);
+  g_assert_nonnull (strstr (s->report, "folded 2 Pads into the padding of their Convs or AveragePools"));
+}
+
+/* Where the Pad is not the window op's padding, it stays: MaxPool pads with
+ * -inf, a nonzero value, a padded channel dim, a crop, an AveragePool that
+ * does not count padding or rounds up, auto_pad, a second reader, another
+ * mode. */
+static void
+test_pad_kept (void)
+{
+  g_autoptr (PlHistory) h = simplify ("graph g opset 17 {\n"
+                                      "  input x: f32[1, 2, 8, 8]\n"
+                                      "  const w: f32[2, 2, 3, 3] = random(seed=2, lo=-0.5, hi=0.5)\n"
+                                      "  const p: i64[8] = [0, 0, 1, 1, 0, 0, 1, 1]\n"
+                                      "  const pc: i64[8] = [0, 1, 1, 1, 0, 0, 1, 1]\n"
+                                      "  const crop: i64[8] = [0, 0, -1, 1, 0, 0, 1, 1]\n"
+                                      "  const one: f32[] = 1.0\n"
+                                      "  a0 = Pad(x, p)\n"
+                                      "  a = MaxPool(a0) {kernel_shape=[2, 2]}\n"
+                                      "  b0 = Pad(x, p, one)\n"
+                                      "  b = Conv(b0, w) {kernel_shape=[3, 3]}\n"
+                                      "  c0 = Pad(x, pc)\n"
+                                      "  c = AveragePool(c0) {kernel_shape=[3, 3], count_include_pad=1}\n"
+                                      "  d0 = Pad(x, crop)\n"
+                                      "  d = Conv(d0, w) {kernel_shape=[3, 3]}\n"
+                                      "  e0 = Pad(x, p, one)\n"
+                                      "  e = AveragePool(e0) {kernel_shape=[3, 3]}\n"
+                                      "  f = AveragePool(e0) {kernel_shape=[2, 2], count_include_pad=1, ceil_mode=1}\n"
+                                      "  g0 = Pad(x, p) {mode=\"reflect\"}\n"
+                                      "  g1 = Conv(g0, w) {kernel_shape=[3, 3]}\n"
+                                      "  h0 = Pad(x, p)\n"
+                                      "  h1 = Conv(h0, w) {kernel_shape=[3, 3], auto_pad=\"SAME_UPPER\"}\n"
+                                      "  output a, b, c, d, e, f, g1, h1, h0\n"
+                                      "}\n", NULL);
+  PlStep *s = last_step (h);
+  /* CSE merges h0 into a0 and e0 into b0: Pads read twice */
+  assert_ops (s->graph, "AveragePool:3 Conv:4 MaxPool:1 Pad:5");
+  g_assert_cmpint (pl_pass_report_get (s->counters, "pads folded"), ==, 0);
+}
+
 /* --- CSE and DCE -------------------------------------------------------------------- */
 
 static const char cse_text[] = "graph g opset 17 {\n"
@@ -594,6 +671,8 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/PassSimplify/merge-pairs", test_merge_pairs);
   g_test_add_func ("/Passlab/PassSimplify/algebra", test_algebra);
   g_test_add_func ("/Passlab/PassSimplify/algebra-kept", test_algebra_kept);
+  g_test_add_func ("/Passlab/PassSimplify/pad-into-window", test_pad_into_window);
+  g_test_add_func ("/Passlab/PassSimplify/pad-kept", test_pad_kept);
   g_test_add_func ("/Passlab/PassSimplify/cse", test_cse);
   g_test_add_func ("/Passlab/PassSimplify/cse-off", test_cse_off);
   g_test_add_func ("/Passlab/PassSimplify/cse-outputs", test_cse_outputs);
