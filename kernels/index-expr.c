@@ -81,9 +81,11 @@ pl_idx_arena_size (const PlIdxArena *a, int coord)
 /* --- interning ------------------------------------------------------------------- */
 
 static const PlIdxAtom *
-intern_atom (PlIdxArena *a, PlIdxAtomKind kind, int coord, const PlIdx *arg, int64_t divisor)
+intern_atom_shift (PlIdxArena *a, PlIdxAtomKind kind, int coord, const PlIdx *arg, int64_t divisor, int64_t shift)
 {
   char *key = kind == PL_IDX_COORD ? g_strdup_printf ("c%d", coord)
+              : kind == PL_IDX_CLAMP
+              ? g_strdup_printf ("(%s-%" G_GINT64_FORMAT "|%" G_GINT64_FORMAT ")", arg->key, shift, divisor)
               : g_strdup_printf ("(%s%c%" G_GINT64_FORMAT ")", arg->key, kind == PL_IDX_DIV ? '/' : '%', divisor);
   PlIdxAtom *at = g_hash_table_lookup (a->atoms, key);
   if (at)
@@ -96,6 +98,7 @@ intern_atom (PlIdxArena *a, PlIdxAtomKind kind, int coord, const PlIdx *arg, int
   at->coord = coord;
   at->arg = arg;
   at->divisor = divisor;
+  at->shift = shift;
   at->key = key;
   switch (kind)
     {
@@ -108,9 +111,18 @@ intern_atom (PlIdxArena *a, PlIdxAtomKind kind, int coord, const PlIdx *arg, int
     case PL_IDX_MOD:
       at->max = MIN (arg->max, divisor - 1);
       break;
+    case PL_IDX_CLAMP:
+      at->max = CLAMP (arg->max - shift, 0, divisor - 1);
+      break;
     }
   g_hash_table_insert (a->atoms, (gpointer) at->key, at);
   return at;
+}
+
+static const PlIdxAtom *
+intern_atom (PlIdxArena *a, PlIdxAtomKind kind, int coord, const PlIdx *arg, int64_t divisor)
+{
+  return intern_atom_shift (a, kind, coord, arg, divisor, 0);
 }
 
 static int
@@ -361,6 +373,25 @@ pl_idx_mod (PlIdxArena *a, const PlIdx *x, int64_t d)
 }
 
 const PlIdx *
+pl_idx_clamp (PlIdxArena *a, const PlIdx *x, int64_t shift, int64_t n)
+{
+  g_return_val_if_fail (n >= 1, x);
+  if (n == 1)
+    return pl_idx_const (a, 0);
+  if (shift < 0)   /* x + |shift| is never below 0: only the top to clamp */
+    {
+      x = pl_idx_add (a, x, pl_idx_const (a, -shift));
+      shift = 0;
+    }
+  if (x->constant >= shift && x->max - shift < n)   /* inside: x - shift itself */
+    {
+      g_autofree PlIdxTerm *t = g_memdup2 (x->terms, sizeof (PlIdxTerm) * MAX (x->n_terms, 1));
+      return intern_expr (a, x->constant - shift, t, x->n_terms);
+    }
+  return atom_expr (a, intern_atom_shift (a, PL_IDX_CLAMP, 0, x, n, shift));
+}
+
+const PlIdx *
 pl_idx_linearize (PlIdxArena *a, int rank, const PlIdx *const *idx, const int64_t *dims)
 {
   const PlIdx *r = pl_idx_const (a, 0);
@@ -431,6 +462,8 @@ pl_idx_substitute (PlIdxArena *dst, const PlIdx *x, const PlIdx *const *repl)
         t = pl_idx_div (dst, t, at->divisor);
       else if (at->kind == PL_IDX_MOD)
         t = pl_idx_mod (dst, t, at->divisor);
+      else if (at->kind == PL_IDX_CLAMP)
+        t = pl_idx_clamp (dst, t, at->shift, at->divisor);
       r = pl_idx_add (dst, r, pl_idx_mul (dst, t, x->terms[i].coef));
     }
   return r;
@@ -454,6 +487,9 @@ pl_idx_translate (PlIdxArena *dst, const PlIdx *x, const int *map)
         case PL_IDX_DIV:
           t = pl_idx_div (dst, pl_idx_translate (dst, at->arg, map), at->divisor);
           break;
+        case PL_IDX_CLAMP:
+          t = pl_idx_clamp (dst, pl_idx_translate (dst, at->arg, map), at->shift, at->divisor);
+          break;
         default:
           t = pl_idx_mod (dst, pl_idx_translate (dst, at->arg, map), at->divisor);
           break;
@@ -474,6 +510,17 @@ print_atom (GString *s, const PlIdxAtom *at, const char *const *names)
   if (at->kind == PL_IDX_COORD)
     {
       g_string_append (s, names[at->coord]);
+      return;
+    }
+  if (at->kind == PL_IDX_CLAMP)
+    {
+      /* (a < s ? 0 : a > s + n - 1 ? n - 1 : a - s): compares and selects, which vectorize */
+      GString *arg = g_string_new (NULL);
+      print_expr (arg, at->arg, names);
+      g_string_append_printf (s, "(%s < %" G_GINT64_FORMAT " ? 0 : %s > %" G_GINT64_FORMAT " ? %" G_GINT64_FORMAT
+                              " : %s - %" G_GINT64_FORMAT ")", arg->str, at->shift, arg->str,
+                              at->shift + at->divisor - 1, at->divisor - 1, arg->str, at->shift);
+      g_string_free (arg, TRUE);
       return;
     }
   g_string_append_c (s, '(');

@@ -6,7 +6,8 @@
  * such functions (XLA's "index functions"). We keep them in a canonical
  * form
  *
- *     constant + sum_i coef_i * atom_i,     atom = ck | (expr / d) | (expr % d)
+ *     constant + sum_i coef_i * atom_i,
+ *     atom = ck | (expr / d) | (expr % d) | clamp (expr - s, 0, n - 1)
  *
  * with non-negative coefficients, interned in an arena so that two equal
  * expressions are the same pointer. Division and modulo simplify whenever
@@ -31,13 +32,15 @@ typedef enum {
   PL_IDX_COORD,  /* coordinate `coord` */
   PL_IDX_DIV,    /* arg / divisor */
   PL_IDX_MOD,    /* arg % divisor */
+  PL_IDX_CLAMP,  /* arg - shift clamped into [0, divisor) */
 } PlIdxAtomKind;
 
 struct _PlIdxAtom {
   PlIdxAtomKind  kind;
   int            coord;    /* COORD */
-  const PlIdx   *arg;      /* DIV, MOD */
-  int64_t        divisor;  /* DIV, MOD */
+  const PlIdx   *arg;      /* DIV, MOD, CLAMP */
+  int64_t        divisor;  /* DIV, MOD; CLAMP: the size clamped into */
+  int64_t        shift;    /* CLAMP: subtracted first (> 0) */
   int64_t        max;      /* largest value it takes */
   const char    *key;      /* canonical text, unique per atom */
 };
@@ -68,6 +71,12 @@ const PlIdx *pl_idx_add            (PlIdxArena *a, const PlIdx *x, const PlIdx *
 const PlIdx *pl_idx_mul            (PlIdxArena *a, const PlIdx *x, int64_t c);   /* c >= 0 */
 const PlIdx *pl_idx_div            (PlIdxArena *a, const PlIdx *x, int64_t d);   /* d >= 1 */
 const PlIdx *pl_idx_mod            (PlIdxArena *a, const PlIdx *x, int64_t d);   /* d >= 1 */
+/* x - shift (any sign) clamped into [0, n) (n >= 1): exactly x - shift
+ * wherever that lies inside, the nearest edge elsewhere. A read that a
+ * select may discard stays in bounds so, and its neighbours' reads land on
+ * the same edge element (in cache), where x - shift wrapped mod n would
+ * read a distinct element each (and divide). */
+const PlIdx *pl_idx_clamp          (PlIdxArena *a, const PlIdx *x, int64_t shift, int64_t n);
 /* Row-major offset of the multi-index idx[rank] in a tensor of dims. */
 const PlIdx *pl_idx_linearize      (PlIdxArena *a, int rank, const PlIdx *const *idx, const int64_t *dims);
 /* The multi-index (out[rank]) of row-major offset flat in a tensor of dims. */

@@ -4,7 +4,11 @@
  * coordinates' values are loads of slot PL_SLOT_INDEX, compared as i64;
  * every candidate is computed and a select keeps one (the generators emit
  * straight-line code), so every read must be in bounds wherever it is not
- * the one picked: the reads wrap around their axis (mod its size).
+ * the one picked: the reads are clamped into their axis (pl_idx_clamp).
+ * A read that is not picked then lands on the edge element nearest to it,
+ * the same one for a whole run of points, so it costs a cache hit rather
+ * than memory traffic (wrapped mod the axis, each read a distinct element:
+ * a Concat of k inputs moved k times its output).
  */
 #define G_LOG_DOMAIN "passlab"
 #include "kernel-plan-private.h"
@@ -20,23 +24,11 @@ below (PlLower *L, int x, int64_t bound)
   return pl_lower_binary (L, PL_SOP_LT, x, pl_lower_const (L, PL_DTYPE_I64, (double) bound));
 }
 
-/* idx - shift along an axis of size n, wrapped into [0, n): exactly idx -
- * shift wherever 0 <= idx - shift < n. */
-static const PlIdx *
-wrapped (PlLower *L, const PlIdx *idx, int64_t shift, int64_t n)
-{
-  int64_t up = ((-shift) % n + n) % n;   /* >= 0, congruent to -shift */
-  return pl_idx_mod (L->arena, pl_idx_add (L->arena, idx, pl_idx_const (L->arena, up)), n);
-}
-
 /* Concat: output coordinate c along the axis comes from input i where
  * off_i <= c < off_i+1, picked by a chain of selects on c's value. Every
- * input is read at every point, at (c + m_i n_i - off_i) mod n_i along the
- * axis (m_i n_i >= off_i): c - off_i where input i is the one picked, and
- * inside its bounds elsewhere. So a Concat of k inputs reads k times its
- * output; fused with its producers and consumers it still saves their
- * round trips through memory, and on CUDA the copy to the host and back of
- * the reference fallback. */
+ * input is read at every point, at c - off_i clamped into its axis: exact
+ * where input i is the one picked, its first or last slice elsewhere (the
+ * same slice over and over: in cache). */
 int
 pl_lower_concat (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
 {
@@ -57,7 +49,7 @@ pl_lower_concat (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *
         continue;
       const PlIdx *ii[PL_MAX_RANK];
       memcpy (ii, idx, sizeof (ii[0]) * rank);
-      ii[a] = wrapped (L, idx[a], off, n);
+      ii[a] = pl_idx_clamp (L->arena, idx[a], off, n);
       int x = pl_lower_value (L, in, ii);
       /* inputs before this one were picked below off: keep them there */
       result = result < 0 ? x
@@ -69,7 +61,7 @@ pl_lower_concat (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *
 
 /* Pad, constant mode: the input where every coordinate lies inside it (c_k -
  * begin_k in [0, n_k)), else the pad value. A negative begin crops: a plain
- * offset, no test (and no wrap, unless the axis is padded at its end).
+ * offset, no test (and no clamp, unless the axis is padded at its end).
  * Other modes (edge, reflect, wrap) stay the reference. */
 int
 pl_lower_pad (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
@@ -86,10 +78,7 @@ pl_lower_pad (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *con
     {
       if (id[k] == 0)
         return pl_lower_fail (L, "%s: an empty axis", node->name);
-      if (begin[k] <= 0 && end[k] <= 0)   /* cropped only: always inside */
-        ii[k] = pl_idx_add (L->arena, idx[k], pl_idx_const (L->arena, -begin[k]));
-      else
-        ii[k] = wrapped (L, idx[k], begin[k], id[k]);
+      ii[k] = pl_idx_clamp (L->arena, idx[k], begin[k], id[k]);   /* cropped only: a plain offset */
       int c = begin[k] > 0 || end[k] > 0 ? pl_lower_index_value (L, idx[k]) : -1;
       if (begin[k] > 0)
         {

@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "builtin-passes.h"
 #include "fusion.h"
+#include "index-expr.h"
 #include "kernel-plan.h"
 #include "pass-manager.h"
 #include "runtime.h"
@@ -538,6 +539,34 @@ test_concat (void)
   g_autofree char *dump = fusion_plan_dump (f, "y");
   g_assert_nonnull (strstr (dump, "loop dims [2, 8, 5]"));
   g_assert_nonnull (strstr (dump, "index(c1)"));
+}
+
+/* The clamped index the select ops read through: x - shift itself where it
+ * stays inside [0, n) (a plain offset, no clamp), else compares that the
+ * generated code evaluates per element; it survives substitution. */
+static void
+test_index_clamp (void)
+{
+  PlIdxArena *a = pl_idx_arena_new (2, (int64_t[]) { 10, 4 });
+  const PlIdx *c0 = pl_idx_coord (a, 0), *c1 = pl_idx_coord (a, 1);
+  const char *names[] = { "i", "j" };
+  g_assert_true (pl_idx_clamp (a, c0, 0, 10) == c0);
+  g_assert_true (pl_idx_clamp (a, c0, 0, 1) == pl_idx_const (a, 0));
+  /* c0 + 5 - 3 = c0 + 2, inside [0, 12) */
+  g_assert_true (pl_idx_clamp (a, pl_idx_add (a, c0, pl_idx_const (a, 5)), 3, 12) == pl_idx_add (a, c0, pl_idx_const (a, 2)));
+  /* a negative shift (a crop) only adds */
+  g_assert_true (pl_idx_clamp (a, c1, -3, 7) == pl_idx_add (a, c1, pl_idx_const (a, 3)));
+  const PlIdx *k = pl_idx_clamp (a, c0, 2, 4);
+  g_assert_cmpint (k->max, ==, 3);
+  g_autofree char *text = pl_idx_to_c (k, names);
+  g_assert_cmpstr (text, ==, "(i < 2 ? 0 : i > 5 ? 3 : i - 2)");
+  /* c0 = 4 * h + l: the clamp of the substituted sum */
+  PlIdxArena *b = pl_idx_arena_new (2, (int64_t[]) { 3, 4 });
+  const PlIdx *repl[] = { pl_idx_add (b, pl_idx_mul (b, pl_idx_coord (b, 0), 4), pl_idx_coord (b, 1)), pl_idx_const (b, 0) };
+  g_autofree char *sub = pl_idx_to_c (pl_idx_substitute (b, k, repl), names);
+  g_assert_cmpstr (sub, ==, "((4 * i + j) < 2 ? 0 : (4 * i + j) > 5 ? 3 : (4 * i + j) - 2)");
+  pl_idx_arena_free (b);
+  pl_idx_arena_free (a);
 }
 
 /* Pad (constant mode) and Trilu are generated, and Pad fuses. */
@@ -1307,6 +1336,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/split-fusion", test_split_fusion);
   g_test_add_func ("/Passlab/KernelsCpu/slice-split", test_slice_split);
   g_test_add_func ("/Passlab/KernelsCpu/concat", test_concat);
+  g_test_add_func ("/Passlab/KernelsCpu/index-clamp", test_index_clamp);
   g_test_add_func ("/Passlab/KernelsCpu/pad-trilu", test_pad_trilu);
   g_test_add_func ("/Passlab/KernelsCpu/resize-nearest", test_resize_nearest);
   g_test_add_func ("/Passlab/KernelsCpu/cache", test_cache);
