@@ -141,6 +141,7 @@ init_once (gpointer data)
   pl_ops_register_quant ();
   pl_ops_register_rnn ();
   pl_ops_register_vision ();
+  pl_ops_register_signal ();
 
   by_name = g_hash_table_new (g_str_hash, g_str_equal);
   for (int op = 1; op < PL_OP_COUNT; op++)

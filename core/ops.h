@@ -79,6 +79,9 @@ typedef enum {
   X (RNN, COMPUTE) X (GRU, COMPUTE) X (LSTM, COMPUTE) \
   /* detection and spatial transformers: reference only, the backends fall back */ \
   X (NonMaxSuppression, COMPUTE) X (RoiAlign, COMPUTE) X (GridSample, COMPUTE) X (MaxUnpool, COMPUTE) \
+  /* signal processing: reference only, the backends fall back */ \
+  X (DFT, COMPUTE) X (STFT, COMPUTE) X (HannWindow, COMPUTE) X (HammingWindow, COMPUTE) \
+  X (BlackmanWindow, COMPUTE) X (MelWeightMatrix, COMPUTE) \
   /* control flow: loaded and shown, not executed */ \
   X (If, CONTROL) X (Loop, CONTROL) X (Scan, CONTROL) \
   /* passlab's own: a fusion node runs its body graph */ \
@@ -147,6 +150,8 @@ void pl_ops_register_quant       (void); /* ops-quant.c: QuantizeLinear, Dequant
                                           * MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv */
 void pl_ops_register_rnn         (void); /* ops-rnn.c: RNN, GRU, LSTM */
 void pl_ops_register_vision      (void); /* ops-vision.c: NonMaxSuppression, RoiAlign, GridSample, MaxUnpool */
+void pl_ops_register_signal      (void); /* ops-signal.c: DFT, STFT, HannWindow, HammingWindow, BlackmanWindow,
+                                          * MelWeightMatrix */
 
 /* ops-conv.c: the pads (n begins, then n ends) a Conv or ConvTranspose
  * node with static shapes resolves auto_pad and output_shape to, as shape

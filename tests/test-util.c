@@ -274,3 +274,27 @@ pl_test_run_backend (const PlGraph *g, PlBackend backend, PlTensor *const *input
   pl_executable_free (e);
   return got;
 }
+
+int
+pl_test_backend_fallbacks (const PlGraph *g, const char *spec, PlBackend backend, PlTensor *const *inputs,
+                           double rtol, double atol, int *n_kernels)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlGraph) compiled = pl_test_passes (g, spec);
+  PlTensor **want = pl_interp_run (g, inputs, NULL, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlRunReport) r = NULL;
+  PlTensor **got = pl_test_run_backend (compiled, backend, inputs, &r);
+  const int n_out = (int) g->outputs->len;
+  int fallbacks = 0;
+
+  for (int k = 0; k < r->n_kernels; k++)
+    fallbacks += r->kernels[k].fallback;
+  for (int i = 0; i < n_out; i++)
+    pl_test_assert_close (got[i], want[i], rtol, atol);
+  pl_interp_free_outputs (got, n_out);
+  pl_interp_free_outputs (want, n_out);
+  if (n_kernels)
+    *n_kernels = r->n_kernels;
+  return fallbacks;
+}

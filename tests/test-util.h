@@ -84,6 +84,12 @@ void       pl_test_assert_values (const PlTensor *got, const double *want);
  * report is not NULL, the run's report. */
 PlTensor **pl_test_run_backend   (const PlGraph *g, PlBackend backend, PlTensor *const *inputs,
                                   PlRunReport **report);
+/* Runs g on the reference, and its version after the pipeline `spec`
+ * compiled for backend, on the same inputs; asserts that the outputs agree
+ * within rtol, atol and returns how many of the backend's kernels ran the
+ * reference fallback (*n_kernels, when not NULL: how many ran in all). */
+int        pl_test_backend_fallbacks (const PlGraph *g, const char *spec, PlBackend backend,
+                                      PlTensor *const *inputs, double rtol, double atol, int *n_kernels);
 /* Runs the pipeline `spec` on g (params: "pass.key=value", NULL-terminated)
  * with the numerical check; asserts that every step verifies, was checked
  * exactly when it changed the graph, and stayed within tolerance. */
