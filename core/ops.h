@@ -77,6 +77,8 @@ typedef enum {
   X (QLinearConv, COMPUTE) \
   /* recurrent: compute, run by the reference */ \
   X (RNN, COMPUTE) X (GRU, COMPUTE) X (LSTM, COMPUTE) \
+  /* linear algebra and Unique: reference only, the backends fall back */ \
+  X (Det, COMPUTE) X (Unique, COMPUTE) \
   /* detection and spatial transformers: reference only, the backends fall back */ \
   X (NonMaxSuppression, COMPUTE) X (RoiAlign, COMPUTE) X (GridSample, COMPUTE) X (MaxUnpool, COMPUTE) \
   /* control flow: loaded and shown, not executed */ \
@@ -146,6 +148,7 @@ void pl_ops_register_memory      (void); /* ops-memory.c: SwapOut, SwapIn, Compr
 void pl_ops_register_quant       (void); /* ops-quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
                                           * MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv */
 void pl_ops_register_rnn         (void); /* ops-rnn.c: RNN, GRU, LSTM */
+void pl_ops_register_linalg      (void); /* ops-linalg.c: Det, Unique */
 void pl_ops_register_vision      (void); /* ops-vision.c: NonMaxSuppression, RoiAlign, GridSample, MaxUnpool */
 
 /* ops-conv.c: the pads (n begins, then n ends) a Conv or ConvTranspose
