@@ -117,6 +117,7 @@ struct _PlOpInfo {
   gint8         min_outputs, max_outputs;
   PlInferFunc   infer;
   PlEvalFunc    eval;                     /* NULL: not executable */
+  const char   *domain;                   /* "" for the default ONNX domain */
 };
 
 /* Fills the registry once; safe to call many times. Aborts if an op in
@@ -124,6 +125,8 @@ struct _PlOpInfo {
 void               pl_ops_init          (void);
 const PlOpInfo    *pl_op_info           (PlOp op);
 const char        *pl_op_name           (PlOp op);
+/* The op of op_type in domain (NULL, "" and "ai.onnx": the default domain);
+ * PL_OP_OPAQUE unless the op was registered under that domain. */
 PlOp               pl_op_from_name      (const char *op_type, const char *domain);
 const char        *pl_op_category_name  (PlOpCategory cat);  /* "elementwise", ... */
 
@@ -134,6 +137,7 @@ typedef struct {
   gint8       min_outputs, max_outputs;
   PlInferFunc infer;
   PlEvalFunc  eval;
+  const char *domain;   /* NULL: the default ONNX domain */
 } PlOpEntry;
 
 void pl_ops_register (const PlOpEntry *entries, int n_entries);
