@@ -142,6 +142,7 @@ init_once (gpointer data)
   pl_ops_register_quant ();
   pl_ops_register_rnn ();
   pl_ops_register_linalg ();
+  pl_ops_register_training ();
   pl_ops_register_vision ();
 
   by_name = g_hash_table_new (g_str_hash, g_str_equal);

@@ -79,6 +79,8 @@ typedef enum {
   X (RNN, COMPUTE) X (GRU, COMPUTE) X (LSTM, COMPUTE) \
   /* linear algebra and Unique: reference only, the backends fall back */ \
   X (Det, COMPUTE) X (Unique, COMPUTE) \
+  /* optimizers of the domain ai.onnx.preview.training: reference only */ \
+  X (Adagrad, COMPUTE) X (Adam, COMPUTE) X (Momentum, COMPUTE) \
   /* detection and spatial transformers: reference only, the backends fall back */ \
   X (NonMaxSuppression, COMPUTE) X (RoiAlign, COMPUTE) X (GridSample, COMPUTE) X (MaxUnpool, COMPUTE) \
   /* control flow: loaded and shown, not executed */ \
@@ -153,6 +155,7 @@ void pl_ops_register_quant       (void); /* ops-quant.c: QuantizeLinear, Dequant
                                           * MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv */
 void pl_ops_register_rnn         (void); /* ops-rnn.c: RNN, GRU, LSTM */
 void pl_ops_register_linalg      (void); /* ops-linalg.c: Det, Unique */
+void pl_ops_register_training    (void); /* ops-training.c: Adagrad, Adam, Momentum (ai.onnx.preview.training) */
 void pl_ops_register_vision      (void); /* ops-vision.c: NonMaxSuppression, RoiAlign, GridSample, MaxUnpool */
 
 /* ops-conv.c: the pads (n begins, then n ends) a Conv or ConvTranspose
