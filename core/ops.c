@@ -50,6 +50,7 @@ pl_ops_register (const PlOpEntry *entries, int n_entries)
         .min_inputs = e->min_inputs, .max_inputs = e->max_inputs,
         .min_outputs = e->min_outputs, .max_outputs = e->max_outputs,
         .infer = e->infer, .eval = e->eval,
+        .domain = e->domain != NULL ? e->domain : "",
       };
       registered[e->op] = true;
     }
@@ -128,7 +129,7 @@ init_once (gpointer data)
 {
   registry[PL_OP_OPAQUE] = (PlOpInfo) {
     .name = "Opaque", .category = PL_CAT_OPAQUE,
-    .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1,
+    .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1, .domain = "",
   };
   registered[PL_OP_OPAQUE] = true;
 
@@ -140,6 +141,8 @@ init_once (gpointer data)
   pl_ops_register_memory ();
   pl_ops_register_quant ();
   pl_ops_register_rnn ();
+  pl_ops_register_linalg ();
+  pl_ops_register_training ();
   pl_ops_register_vision ();
   pl_ops_register_signal ();
 
@@ -152,7 +155,7 @@ init_once (gpointer data)
            * known-but-not-executable ops with unknown output shapes. */
           registry[op] = (PlOpInfo) {
             .name = op_names[op].name, .category = op_names[op].category,
-            .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1,
+            .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1, .domain = "",
           };
         }
       g_hash_table_insert (by_name, (gpointer) op_names[op].name, GINT_TO_POINTER (op));
@@ -186,10 +189,13 @@ PlOp
 pl_op_from_name (const char *op_type, const char *domain)
 {
   pl_ops_init ();
-  /* Only the default ONNX domain maps onto registered ops. */
-  if (domain && *domain && strcmp (domain, "ai.onnx") != 0)
-    return PL_OP_OPAQUE;
-  return (PlOp) GPOINTER_TO_INT (g_hash_table_lookup (by_name, op_type));
+  if (domain == NULL || strcmp (domain, "ai.onnx") == 0)
+    domain = "";
+  /* An op resolves only in the domain it was registered under: an op of
+   * the default domain named in a custom one, or a custom domain's op
+   * (Adam of ai.onnx.preview.training) named elsewhere, stays unknown. */
+  PlOp op = (PlOp) GPOINTER_TO_INT (g_hash_table_lookup (by_name, op_type));
+  return strcmp (registry[op].domain, domain) == 0 ? op : PL_OP_OPAQUE;
 }
 
 const char *

@@ -77,6 +77,10 @@ typedef enum {
   X (QLinearConv, COMPUTE) \
   /* recurrent: compute, run by the reference */ \
   X (RNN, COMPUTE) X (GRU, COMPUTE) X (LSTM, COMPUTE) \
+  /* linear algebra and Unique: reference only, the backends fall back */ \
+  X (Det, COMPUTE) X (Unique, COMPUTE) \
+  /* optimizers of the domain ai.onnx.preview.training: reference only */ \
+  X (Adagrad, COMPUTE) X (Adam, COMPUTE) X (Momentum, COMPUTE) \
   /* detection and spatial transformers: reference only, the backends fall back */ \
   X (NonMaxSuppression, COMPUTE) X (RoiAlign, COMPUTE) X (GridSample, COMPUTE) X (MaxUnpool, COMPUTE) \
   /* signal processing: reference only, the backends fall back */ \
@@ -118,6 +122,7 @@ struct _PlOpInfo {
   gint8         min_outputs, max_outputs;
   PlInferFunc   infer;
   PlEvalFunc    eval;                     /* NULL: not executable */
+  const char   *domain;                   /* "" for the default ONNX domain */
 };
 
 /* Fills the registry once; safe to call many times. Aborts if an op in
@@ -125,6 +130,8 @@ struct _PlOpInfo {
 void               pl_ops_init          (void);
 const PlOpInfo    *pl_op_info           (PlOp op);
 const char        *pl_op_name           (PlOp op);
+/* The op of op_type in domain (NULL, "" and "ai.onnx": the default domain);
+ * PL_OP_OPAQUE unless the op was registered under that domain. */
 PlOp               pl_op_from_name      (const char *op_type, const char *domain);
 const char        *pl_op_category_name  (PlOpCategory cat);  /* "elementwise", ... */
 
@@ -135,6 +142,7 @@ typedef struct {
   gint8       min_outputs, max_outputs;
   PlInferFunc infer;
   PlEvalFunc  eval;
+  const char *domain;   /* NULL: the default ONNX domain */
 } PlOpEntry;
 
 void pl_ops_register (const PlOpEntry *entries, int n_entries);
@@ -149,6 +157,8 @@ void pl_ops_register_memory      (void); /* ops-memory.c: SwapOut, SwapIn, Compr
 void pl_ops_register_quant       (void); /* ops-quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
                                           * MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv */
 void pl_ops_register_rnn         (void); /* ops-rnn.c: RNN, GRU, LSTM */
+void pl_ops_register_linalg      (void); /* ops-linalg.c: Det, Unique */
+void pl_ops_register_training    (void); /* ops-training.c: Adagrad, Adam, Momentum (ai.onnx.preview.training) */
 void pl_ops_register_vision      (void); /* ops-vision.c: NonMaxSuppression, RoiAlign, GridSample, MaxUnpool */
 void pl_ops_register_signal      (void); /* ops-signal.c: DFT, STFT, HannWindow, HammingWindow, BlackmanWindow,
                                           * MelWeightMatrix */
