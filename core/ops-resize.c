@@ -485,6 +485,59 @@ pl_resize_nearest_form (const PlNode *node, PlResizeAxis *axes)
   return ok;
 }
 
+/* Whether x[o] = (a o + b) / c for o < n, for some c in 1..PL_RESIZE_MAX_DENOM
+ * (the smallest): a rational coordinate transform, as every one is for a
+ * static size (half_pixel up by s: (2 o + 1 - s) / 2s; align_corners:
+ * o (in - 1) / (out - 1)). */
+#define PL_RESIZE_MAX_DENOM 4096
+
+static bool
+rational_form (const double *x, int64_t n, PlResizeLinearAxis *f)
+{
+  for (int64_t c = 1; c <= PL_RESIZE_MAX_DENOM; c++)
+    {
+      double p0 = x[0] * (double) c, p1 = n > 1 ? x[1] * (double) c : p0;
+      if (fabs (p0 - round (p0)) > 1e-6 || fabs (p1 - round (p1)) > 1e-6)
+        continue;
+      f->b = (int64_t) round (p0);
+      f->a = (int64_t) round (p1) - f->b;
+      f->c = c;
+      bool ok = f->a >= 0;
+      for (int64_t o = 0; ok && o < n; o++)
+        ok = fabs (x[o] * (double) c - (double) (f->a * o + f->b)) <= 1e-6 * MAX (1.0, fabs (x[o] * (double) c));
+      if (ok)
+        return true;
+    }
+  return false;
+}
+
+bool
+pl_resize_linear_form (const PlNode *node, PlResizeLinearAxis *axes)
+{
+  const PlValue *x = node->op == PL_OP_Resize && node->n_inputs > 0 ? node->inputs[0] : NULL;
+  double scales[PL_MAX_RANK], roi[2 * PL_MAX_RANK];
+  PlShape out;
+  ResizeAttrs ra;
+
+  if (!x || !pl_shape_is_static (&x->shape) || !resize_attrs (node, &ra, NULL) || strcmp (ra.mode, "linear") != 0
+      || ra.exclude_outside || strcmp (ra.coord, "tf_crop_and_resize") == 0 || pl_node_attr_int (node, "antialias", 0)
+      || resize_shape (node, NULL, &x->shape, scales, roi, &out, NULL) != 1)
+    return false;
+  bool ok = true;
+  for (int k = 0; ok && k < x->shape.rank; k++)
+    {
+      int64_t in = x->shape.dims[k].size, n = out.dims[k].size;
+      if (in == 0 || n == 0)
+        return false;
+      g_autofree double *xs = g_new (double, n);
+      bool outside;
+      for (int64_t o = 0; o < n; o++)
+        xs[o] = resize_source_coord (&ra, o, in, n, scales[k], roi[k], roi[x->shape.rank + k], &outside);
+      ok = rational_form (xs, n, &axes[k]);
+    }
+  return ok;
+}
+
 /* --- registration --------------------------------------------------------- */
 
 void

@@ -58,6 +58,17 @@ typedef struct {
   int64_t b, m, o, q;
 } PlResizeAxis;
 bool      pl_resize_nearest_form   (const PlNode *node, PlResizeAxis *axes);
+/* A linear Resize of a static input with constant scales or sizes (no
+ * antialias, exclude_outside or tf_crop_and_resize) whose every axis maps
+ * output coordinate o to source coordinate x = (a o + b) / c (a >= 0,
+ * c >= 1, b any integer; a = c and b = 0 where the axis is not resized):
+ * those numbers per axis. The reference's two taps are then floor ((a o + b
+ * - 1) / c) and the next, clamped into the input, the second weighted
+ * (((a o + b - 1) mod c) + 1) / c. False when any of it is unknown. */
+typedef struct {
+  int64_t a, b, c;
+} PlResizeLinearAxis;
+bool      pl_resize_linear_form    (const PlNode *node, PlResizeLinearAxis *axes);
 
 /* A new output tensor; like pl_tensor_new. */
 PlTensor *pl_out_new            (PlDType dtype, int rank, const int64_t *dims, GError **error);

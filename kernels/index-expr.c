@@ -517,9 +517,13 @@ print_atom (GString *s, const PlIdxAtom *at, const char *const *names)
       /* (a < s ? 0 : a > s + n - 1 ? n - 1 : a - s): compares and selects, which vectorize */
       GString *arg = g_string_new (NULL);
       print_expr (arg, at->arg, names);
-      g_string_append_printf (s, "(%s < %" G_GINT64_FORMAT " ? 0 : %s > %" G_GINT64_FORMAT " ? %" G_GINT64_FORMAT
-                              " : %s - %" G_GINT64_FORMAT ")", arg->str, at->shift, arg->str,
-                              at->shift + at->divisor - 1, at->divisor - 1, arg->str, at->shift);
+      if (at->shift == 0)   /* never below */
+        g_string_append_printf (s, "(%s > %" G_GINT64_FORMAT " ? %" G_GINT64_FORMAT " : %s)", arg->str,
+                                at->divisor - 1, at->divisor - 1, arg->str);
+      else
+        g_string_append_printf (s, "(%s < %" G_GINT64_FORMAT " ? 0 : %s > %" G_GINT64_FORMAT " ? %" G_GINT64_FORMAT
+                                " : %s - %" G_GINT64_FORMAT ")", arg->str, at->shift, arg->str,
+                                at->shift + at->divisor - 1, at->divisor - 1, arg->str, at->shift);
       g_string_free (arg, TRUE);
       return;
     }

@@ -60,6 +60,7 @@ bool pl_lower_row_axes (const PlNode *node, bool *mask);
 int  pl_lower_concat   (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_pad      (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_trilu    (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
+int  pl_lower_resize_linear (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 /* The multi-index into a tensor of in_rank/in_dims broadcast (numpy rules)
  * to out_rank at idx. */
 void pl_lower_broadcast_index (PlLower *L, const PlIdx *const *idx, int out_rank, int in_rank,

@@ -1,6 +1,7 @@
 /* plan-select.c — the ops whose element comes from one of several places
  * picked by its coordinates: Concat (which input), Pad in constant mode
- * (the input or the pad value) and Trilu (the input or zero). The
+ * (the input or the pad value) and Trilu (the input or zero); and linear
+ * Resize, a weighted sum of the neighbours its coordinates pick. The
  * coordinates' values are loads of slot PL_SLOT_INDEX, compared as i64;
  * every candidate is computed and a select keeps one (the generators emit
  * straight-line code), so every read must be in bounds wherever it is not
@@ -117,4 +118,77 @@ pl_lower_trilu (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *c
   int kc = pl_lower_const (L, PL_DTYPE_I64, (double) k);
   int keep = pl_lower_binary (L, pl_node_attr_int (node, "upper", 1) ? PL_SOP_GE : PL_SOP_LE, diff, kc);
   return pl_lower_select (L, keep, pl_lower_value (L, node->inputs[0], idx), pl_lower_const (L, v->dtype, 0));
+}
+
+/* Resize, linear (pl_resize_linear_form: x = (a o + b) / c along each
+ * axis): with u = a o + b - 1 + K c (K the fewest steps of c that make it
+ * >= 0), the taps u / c - K and the next, clamped into the input, weighted
+ * 1 - r and r, r = (u mod c + 1) / c; the sum over the corners of the
+ * resized axes of the products of their weights (2^n loads). An axis with
+ * c = 1 has r = 1: its second tap alone. */
+int
+pl_lower_resize_linear (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
+{
+  PlResizeLinearAxis f[PL_MAX_RANK];
+  PlValue *in = node->inputs[0];
+  int64_t id[PL_MAX_RANK];
+  int rank = v->shape.rank;
+  if ((v->dtype != PL_DTYPE_F32 && v->dtype != PL_DTYPE_F64) || !pl_resize_linear_form (node, f) || !pl_shape_get_dims (&in->shape, id))
+    return pl_lower_fail (L, "%s: not a linear Resize of constant scales and a float type", node->name);
+  PlIdxArena *A = L->arena;
+  const PlIdx *tap[PL_MAX_RANK][2];
+  int weight[PL_MAX_RANK][2], n_taps[PL_MAX_RANK];
+  for (int k = 0; k < rank; k++)
+    {
+      n_taps[k] = 1;
+      weight[k][0] = -1;
+      if (f[k].a == f[k].c && f[k].b == 0)   /* not resized */
+        {
+          tap[k][0] = idx[k];
+          continue;
+        }
+      int64_t c = f[k].c, lift = f[k].b >= 1 ? 0 : (c - f[k].b) / c;   /* ceil ((1 - b) / c) */
+      const PlIdx *u = pl_idx_add (A, pl_idx_mul (A, idx[k], f[k].a), pl_idx_const (A, f[k].b - 1 + lift * c));
+      const PlIdx *q = pl_idx_div (A, u, c);
+      if (c == 1)
+        {
+          tap[k][0] = pl_idx_clamp (A, q, lift - 1, id[k]);
+          continue;
+        }
+      n_taps[k] = 2;
+      tap[k][0] = pl_idx_clamp (A, q, lift, id[k]);
+      tap[k][1] = pl_idx_clamp (A, q, lift - 1, id[k]);
+      int r = pl_lower_index_value (L, pl_idx_add (A, pl_idx_mod (A, u, c), pl_idx_const (A, 1)));
+      r = pl_lower_binary (L, PL_SOP_MUL, pl_lower_cast (L, r, v->dtype), pl_lower_const (L, v->dtype, 1.0 / (double) c));
+      weight[k][1] = r;
+      weight[k][0] = pl_lower_binary (L, PL_SOP_SUB, pl_lower_const (L, v->dtype, 1), r);
+    }
+  /* every corner: a tap per axis */
+  int sum = -1, pick[PL_MAX_RANK] = { 0 };
+  for (;;)
+    {
+      const PlIdx *ii[PL_MAX_RANK];
+      int w = -1;
+      for (int k = 0; k < rank; k++)
+        {
+          ii[k] = tap[k][pick[k]];
+          if (n_taps[k] == 2)
+            w = w < 0 ? weight[k][pick[k]] : pl_lower_binary (L, PL_SOP_MUL, w, weight[k][pick[k]]);
+        }
+      int x = pl_lower_value (L, in, ii);
+      if (x < 0)
+        return x;
+      int term = w < 0 ? x : pl_lower_binary (L, PL_SOP_MUL, w, x);
+      sum = sum < 0 ? term : pl_lower_binary (L, PL_SOP_ADD, sum, term);
+      int k = rank - 1;
+      for (; k >= 0; k--)
+        {
+          if (++pick[k] < n_taps[k])
+            break;
+          pick[k] = 0;
+        }
+      if (k < 0)
+        break;
+    }
+  return sum;
 }

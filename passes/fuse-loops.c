@@ -109,7 +109,9 @@ classify (Ctx *c, const PlNode *node)
     case PL_OP_Resize:
       {
         PlResizeAxis f[PL_MAX_RANK];
-        return node->inputs[0] && pl_resize_nearest_form (node, f) ? FUSE_INDEX : FUSE_NONE;
+        PlResizeLinearAxis lf[PL_MAX_RANK];
+        return node->inputs[0] && (pl_resize_nearest_form (node, f) || pl_resize_linear_form (node, lf)) ? FUSE_INDEX
+                                                                                                       : FUSE_NONE;
       }
     case PL_OP_Concat:
       for (int i = 0; i < node->n_inputs; i++)

@@ -589,6 +589,20 @@ test_resize_nearest (void)
   g_assert_nonnull (strstr (dump, "(c2 / 2)"));
 }
 
+/* Linear Resize with constant scales or sizes is generated as a weighted
+ * sum of clamped taps, and fuses; exclude_outside runs as the reference. */
+static void
+test_resize_linear (void)
+{
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_RESIZE_LINEAR_GRAPH, 23, 1, &rf);
+  g_autofree char *dump = fusion_plan_dump (f, "y");   /* Exp+Resize+Relu */
+  g_assert_nonnull (strstr (dump, "loop (Exp+Resize+Relu)"));
+  /* the weights come from the coordinates: (2 (o + 1) % 2 + 1) / 4 */
+  g_assert_nonnull (strstr (dump, "load.i64 index((2 * ((c1 + 1) % 2) + 1))"));
+  g_assert_nonnull (strstr (dump, "const.f32 0.25"));
+}
+
 /* A fusion whose body is not one kernel (reductions over different rows)
  * runs as the fewest runs of body nodes that each are one kernel: here
  * ReduceSum over rows, then ReduceSum over columns with the Add: one table
@@ -1339,6 +1353,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/index-clamp", test_index_clamp);
   g_test_add_func ("/Passlab/KernelsCpu/pad-trilu", test_pad_trilu);
   g_test_add_func ("/Passlab/KernelsCpu/resize-nearest", test_resize_nearest);
+  g_test_add_func ("/Passlab/KernelsCpu/resize-linear", test_resize_linear);
   g_test_add_func ("/Passlab/KernelsCpu/cache", test_cache);
   g_test_add_func ("/Passlab/KernelsCpu/memory-and-trace", test_memory_and_trace);
   g_test_add_func ("/Passlab/KernelsCpu/in-place/chain", test_in_place_chain);

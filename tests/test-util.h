@@ -54,6 +54,22 @@
   "  b = Resize(x, _, s15) {mode=\"nearest\"}\n" \
   "  output y, a, b\n}\n"
 
+/* Linear Resize: up by 2 (half_pixel) on both spatial axes between an Exp
+ * and a Relu, align_corners by sizes (5 -> 9, 4 -> 7), pytorch_half_pixel
+ * up by 3 and down by 2, asymmetric down by 2 (one tap), and with
+ * exclude_outside (the reference). */
+#define PL_TEST_RESIZE_LINEAR_GRAPH \
+  "graph rl opset 13 {\n" \
+  "  input x: f32[2, 3, 5, 4]\n" \
+  "  const s2: f32[4] = [1, 1, 2, 2]\n  const s3: f32[4] = [1, 1, 3, 0.5]\n  const sd: f32[4] = [1, 1, 1, 0.5]\n" \
+  "  const sz: i64[4] = [2, 3, 9, 7]\n" \
+  "  e = Exp(x)\n  u = Resize(e, _, s2) {mode=\"linear\"}\n  y = Relu(u)\n" \
+  "  a = Resize(x, _, _, sz) {mode=\"linear\", coordinate_transformation_mode=\"align_corners\"}\n" \
+  "  b = Resize(x, _, s3) {mode=\"linear\", coordinate_transformation_mode=\"pytorch_half_pixel\"}\n" \
+  "  c = Resize(x, _, sd) {mode=\"linear\", coordinate_transformation_mode=\"asymmetric\"}\n" \
+  "  d = Resize(x, _, s2) {mode=\"linear\", exclude_outside=1}\n" \
+  "  output y, a, b, c, d\n}\n"
+
 /* A new tensor filled from values (row-major; NULL for zeros). */
 PlTensor  *pl_test_tensor        (PlDType dtype, int rank, const int64_t *dims, const double *values);
 /* A tensor of random values in [lo, hi). */
