@@ -47,9 +47,14 @@ new_buffer (PlExecutable *e, BufKind kind, const PlValue *v, GError **error)
       if (!pl_shape_get_dims (&v->shape, b.dims))
         {
           g_autofree char *s = pl_shape_to_string (&v->shape);
+          /* '?' dims usually come from Shape ops whose results constant folding makes known */
           g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED,
-                       "value '%s' has shape %s: the %s backend compiles static shapes (run it with the reference "
-                       "backend, or fix the symbolic dims)", v->name, s, pl_backend_name (e->backend));
+                       "value '%s' has shape %s: the %s backend compiles static shapes (%s, or run it with the "
+                       "reference backend)", v->name, s, pl_backend_name (e->backend),
+                       strchr (s, '?') ? "run the simplify pass first, whose constant folding makes most computed "
+                                         "shapes static"
+                                       : "give the symbolic dims sizes in the graph: f32[8, 4] in the text format, "
+                                         "or an ONNX model exported with static shapes");
           return -1;
         }
       b.dtype = v->dtype;

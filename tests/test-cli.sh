@@ -112,6 +112,21 @@ run timing "$TMP/sym.graph" --sym-size 9223372036854775807
 check "timing: the largest --sym-size counts, saturating" status_is 0
 run exec --sym-size 3 "$TMP/sym.graph"
 check "exec: random inputs take --sym-size" eval 'status_is 0 && out_has "y: f32[3, 4]"'
+run exec "$TMP/sym.graph" --backend cpu --dry-run
+check "exec on the cpu: a symbolic dim wants a size" eval 'fails_cleanly && err_has "give the symbolic dims sizes"'
+# a shape computed by Shape ops is unknown until simplify folds it
+cat >"$TMP/computed.graph" <<'EOF'
+graph computed opset 17 {
+  input x: f32[2, 6]
+  s = Shape(x)
+  y = Reshape(x, s)
+  output y
+}
+EOF
+run exec "$TMP/computed.graph" --backend cpu --dry-run
+check "exec on the cpu: a computed shape points to simplify" eval 'fails_cleanly && err_has "run the simplify pass first"'
+run exec "$TMP/computed.graph" --backend cpu --dry-run --passes simplify
+check "exec on the cpu: after simplify the computed shape is static" status_is 0
 
 # --- commands on an ONNX test model --------------------------------------------
 if [ -f "$NODE/test_abs/model.onnx" ]; then
