@@ -61,6 +61,30 @@ gemm_slot (PlLower *L, PlValue *v)
   return (int) L->plan->inputs->len - 1;
 }
 
+/* A batched GEMM whose B every batch shares (a weight) and whose A is dense
+ * over its batch dims is one GEMM of batch * M rows: the output rows follow
+ * each other the same way. A PyTorch-exported attention projection of
+ * x[64, 1, 128] by W[128, 384] was 64 GEMMs of one row each (0.68 ms; one
+ * GEMM of 64 rows runs in a tenth of it). */
+static void
+fold_batch_into_rows (PlGemmDesc *g)
+{
+  if (g->trans_a || g->batch <= 1)
+    return;
+  int64_t dense = g->M * g->K;
+  for (int k = g->batch_rank - 1; k >= 0; k--)
+    {
+      if (g->batch_dims[k] == 1)
+        continue;
+      if (g->b_strides[k] != 0 || g->a_strides[k] != dense)
+        return;
+      dense *= g->batch_dims[k];
+    }
+  g->M *= g->batch;
+  g->batch = 1;
+  g->batch_rank = 0;
+}
+
 static bool
 gemm_desc (PlKernelPlan *p, PlLower *L, const PlNode *mm, GHashTable *absorbed, char **why)
 {
@@ -106,6 +130,7 @@ gemm_desc (PlKernelPlan *p, PlLower *L, const PlNode *mm, GHashTable *absorbed, 
       sb *= db;
       g->batch *= g->batch_dims[k];
     }
+  fold_batch_into_rows (g);
   g->a_slot = gemm_slot (L, a);
   g->b_slot = gemm_slot (L, b);
   p->flops = 2 * g->batch * g->M * g->N * g->K;

@@ -1314,6 +1314,23 @@ test_prefetch_next_row (void)
   pl_executable_free (e);
 }
 
+/* A batched MatMul by a shared weight is one GEMM of batch x M rows; a
+ * weight per batch, or A broadcast over the batch, stays batched. */
+static void
+test_gemm_batch_rows (void)
+{
+  g_autoptr (PlGraph) g = pl_test_parse (
+    "graph br opset 17 {\n"
+    "  input x: f32[6, 1, 8]\n  input z: f32[2, 3, 4, 8]\n  input a: f32[4, 8]\n  input bs: f32[3, 8, 5]\n"
+    "  const w: f32[8, 5] = random(seed=3, lo=-1, hi=1)\n"
+    "  p = MatMul(x, w)\n  q = MatMul(z, w)\n  s = MatMul(a, bs)\n"
+    "  output p, q, s\n}\n");
+  g_autoptr (PlRunReport) r = check_graph (g, 29, 1e-5, 1e-6);
+  g_assert_nonnull (strstr (kernel_named (r, "p")->note, "gemm 6x5x8"));
+  g_assert_nonnull (strstr (kernel_named (r, "q")->note, "gemm 24x5x8"));
+  g_assert_nonnull (strstr (kernel_named (r, "s")->note, "gemm 3 x 4x5x8"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1344,6 +1361,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/long-rows", test_long_rows);
   g_test_add_func ("/Passlab/KernelsCpu/elementwise-dtypes", test_elementwise_dtypes);
   g_test_add_func ("/Passlab/KernelsCpu/gemm", test_gemm);
+  g_test_add_func ("/Passlab/KernelsCpu/gemm-batch-rows", test_gemm_batch_rows);
   g_test_add_func ("/Passlab/KernelsCpu/conv", test_conv);
   g_test_add_func ("/Passlab/KernelsCpu/conv-transpose", test_conv_transpose);
   g_test_add_func ("/Passlab/KernelsCpu/fallback", test_fallback);
