@@ -420,6 +420,22 @@ check "bench on the CUDA emulator: results agree, the times are flagged" eval 's
 PASSLAB_CUDA=emulator PASSLAB_CXX=no-such-c++ run exec "$LN" --backend cuda
 check "the emulator without a C++ compiler fails cleanly" eval 'fails_cleanly && err_has "no C++ compiler"'
 
+# --- a transformer exported from PyTorch, against PyTorch's own output ----------
+# tests/data/models/export_tiny_transformer.py wrote the model and the data.
+TT=$SRC/tests/data/models/tiny_transformer
+FUSE=simplify,decompose,reshape-sink,fuse-library,fuse-loops
+run conformance "$TT"
+check "tiny transformer: the reference agrees with PyTorch" eval 'status_is 0 && out_has "1 passed, 0 failed"'
+run conformance --backend cpu --passes "$FUSE" --cache-dir "$TMP/kc" "$TT"
+check "tiny transformer: the cpu after the fusion passes agrees with PyTorch" \
+  eval 'status_is 0 && out_has "1 passed, 0 failed" && out_has "1 of the passed tests ran generated or library kernels"'
+PASSLAB_CUDA=emulator run conformance --backend cuda --passes simplify,decompose,fuse-library,stitch "$TT"
+check "tiny transformer: emulated cuda after stitching agrees with PyTorch" eval 'status_is 0 && out_has "1 passed, 0 failed"'
+# the attention's input projection, x[16, 1, 32] by W[32, 96], runs as one GEMM of 16 rows
+run exec "$TT/model.onnx" --backend cpu --passes "$FUSE" --cache-dir "$TMP/kc"
+check "tiny transformer: batched projections by a shared weight are one GEMM" \
+  eval 'status_is 0 && out_has "gemm 16x96x32" && ! out_has "gemm 16 x 1x96x32"'
+
 # --- tune: the direct conv's tile, full vs pebble-pruned search -------------------------
 RB="$SRC/data/graphs/resnet_block.graph"
 run tune "$RB" --node conv1 --layout NHWC --trials 3 --repeat 1 --cache-dir "$TMP/kc" --json "$TMP/tune.json"
