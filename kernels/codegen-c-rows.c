@@ -271,7 +271,7 @@ emit_pass_body (Emit *e, int pass)
 static bool
 prefetched (const PlLoopPlan *lp, const PlInstr *x)
 {
-  if (x->op != PL_SOP_LOAD || x->slot == PL_SLOT_INDEX || !x->used || x->level != PL_LEVEL_ELEM ||
+  if (x->op != PL_SOP_LOAD || PL_INSTR_IS_GATHER (x) || x->slot == PL_SLOT_INDEX || !x->used || x->level != PL_LEVEL_ELEM ||
       !(x->passes & 1u) || lp->n_kept < 1)
     return false;
   /* the reduced dims laid out as one contiguous row, the last kept dim a row apart */

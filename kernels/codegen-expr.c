@@ -206,6 +206,8 @@ pl_codegen_expr (const PlLoopPlan *lp, int i)
     case PL_SOP_LOAD:
       {
         g_autofree char *ix = pl_idx_to_c (x->index, pl_codegen_coord_names ());
+        if (PL_INSTR_IS_GATHER (x))
+          return g_strdup_printf ("in%d[%s + v%d * %" G_GINT64_FORMAT "]", x->slot, ix, x->a[0], x->imm_i);
         return x->slot == PL_SLOT_INDEX ? g_strdup_printf ("((int64_t) (%s))", ix)
                                         : g_strdup_printf ("in%d[%s]", x->slot, ix);
       }

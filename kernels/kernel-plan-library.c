@@ -373,7 +373,7 @@ pl_plan_library (const char *name, PlNode *lib, PlNode *const *nodes, int n, PlV
           for (guint i = 0; i < p->loop->instrs->len; i++)
             {
               PlInstr *x = &g_array_index (p->loop->instrs, PlInstr, i);
-              if (x->op == PL_SOP_LOAD && x->slot == p->lib_slot && x->index != self)
+              if (x->op == PL_SOP_LOAD && x->slot == p->lib_slot && (x->index != self || PL_INSTR_IS_GATHER (x)))
                 p->in_place = false;
             }
           p->flops += pl_plan_loop_flops (p->loop);

@@ -40,6 +40,11 @@ pl_lower_analyze (PlLower *L)
           {
             bool any, red = uses_reduced_coord (L, x->index, &any);
             x->level = red ? PL_LEVEL_ELEM : any ? (L->rows ? PL_LEVEL_ROW : PL_LEVEL_ELEM) : PL_LEVEL_CONST;
+            if (PL_INSTR_IS_GATHER (x))   /* and the offset it adds */
+              {
+                x->level = MAX (x->level, pl_lower_instr (L, x->a[0])->level);
+                x->phase = pl_lower_instr (L, x->a[0])->phase;
+              }
             break;
           }
         case PL_SOP_CONST:

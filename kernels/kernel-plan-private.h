@@ -45,7 +45,9 @@ int  pl_lower_select   (PlLower *L, int cond, int a, int b);
 int  pl_lower_cast     (PlLower *L, int a, PlDType to);
 int  pl_lower_reduce   (PlLower *L, PlReduceKind kind, int arg, PlDType dtype, bool select_last);
 int  pl_lower_rindex   (PlLower *L);
-int  pl_lower_index_value (PlLower *L, const PlIdx *index);   /* index's value, i64 (PL_SLOT_INDEX) */
+int  pl_lower_index_value (PlLower *L, const PlIdx *index);
+/* input[slot][base + at * stride], at an i64 instruction (a gather) */
+int  pl_lower_gather_load (PlLower *L, int slot, PlDType dtype, const PlIdx *base, int at, int64_t stride);   /* index's value, i64 (PL_SLOT_INDEX) */
 PlDType pl_lower_dtype (PlLower *L, int instr);
 
 /* --- per-op lowering (plan-ops.c) ---------------------------------------------- */
@@ -61,6 +63,7 @@ int  pl_lower_concat   (PlLower *L, const PlNode *node, const PlValue *v, const 
 int  pl_lower_pad      (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_trilu    (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_resize_linear (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
+int  pl_lower_gather   (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 /* The multi-index into a tensor of in_rank/in_dims broadcast (numpy rules)
  * to out_rank at idx. */
 void pl_lower_broadcast_index (PlLower *L, const PlIdx *const *idx, int out_rank, int in_rank,

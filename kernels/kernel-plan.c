@@ -137,6 +137,15 @@ pl_lower_load_slot (PlLower *L, int slot, PlDType dtype, const PlIdx *offset)
 }
 
 int
+pl_lower_gather_load (PlLower *L, int slot, PlDType dtype, const PlIdx *base, int at, int64_t stride)
+{
+  if (!base)
+    return -1;
+  return emit (L, (PlInstr) { .op = PL_SOP_LOAD, .dtype = dtype, .slot = slot, .index = base, .a = { at },
+                              .n_args = 1, .imm_i = stride });
+}
+
+int
 pl_lower_index_value (PlLower *L, const PlIdx *index)
 {
   return pl_lower_load_slot (L, PL_SLOT_INDEX, PL_DTYPE_I64, index);
@@ -365,7 +374,7 @@ pl_kernel_plan_overwrites (const PlKernelPlan *p, int in, int out)
   for (guint i = 0; at && i < lp->instrs->len; i++)
     {
       const PlInstr *ld = &g_array_index (lp->instrs, PlInstr, i);
-      if (ld->op == PL_SOP_LOAD && ld->slot == in && ld->index != at)
+      if (ld->op == PL_SOP_LOAD && ld->slot == in && (ld->index != at || PL_INSTR_IS_GATHER (ld)))
         return false;
     }
   return at != NULL;
@@ -701,7 +710,7 @@ is_generated_shape_op (const PlNode *node)
   switch (node->op)
     {
     case PL_OP_Transpose: case PL_OP_Expand: case PL_OP_Slice: case PL_OP_Split: case PL_OP_Concat:
-    case PL_OP_Pad: case PL_OP_Resize:
+    case PL_OP_Pad: case PL_OP_Resize: case PL_OP_Gather:
       return true;
     default:
       return is_view_op (node);
@@ -792,7 +801,8 @@ pl_plan_transpose_dim (const PlKernelPlan *p)
   const PlInstr *ld = &g_array_index (lp->instrs, PlInstr, st->value);
   int inner = lp->rank - 1;
   bool nested;
-  if (ld->op != PL_SOP_LOAD || st->level != PL_LEVEL_ELEM || pl_idx_coord_coef (st->index, inner, &nested) != 1 ||
+  if (ld->op != PL_SOP_LOAD || PL_INSTR_IS_GATHER (ld) || st->level != PL_LEVEL_ELEM ||
+      pl_idx_coord_coef (st->index, inner, &nested) != 1 ||
       nested || pl_idx_coord_coef (ld->index, inner, &nested) == 1)
     return -1;
   for (int j = 0; j < inner; j++)
@@ -842,6 +852,8 @@ pl_kernel_plan_dump (const PlKernelPlan *p)
           g_autofree char *ix = pl_idx_to_c (x->index, names);
           if (x->slot == PL_SLOT_INDEX)
             g_string_append_printf (s, " index(%s)", ix);
+          else if (PL_INSTR_IS_GATHER (x))
+            g_string_append_printf (s, " in%d[%s + v%d * %" G_GINT64_FORMAT "]", x->slot, ix, x->a[0], x->imm_i);
           else
             g_string_append_printf (s, " in%d[%s]", x->slot, ix);
         }

@@ -37,7 +37,8 @@ G_BEGIN_DECLS
 
 typedef enum {
   /* leaves */
-  PL_SOP_LOAD,      /* input[slot][index]; slot PL_SLOT_INDEX: the index's value (i64) */
+  PL_SOP_LOAD,      /* input[slot][index]; slot PL_SLOT_INDEX: the index's value (i64); with an
+                     * argument (a gather): input[slot][index + a[0] * imm_i], a[0] an i64 value */
   PL_SOP_CONST,     /* imm (floats) / imm_i (integers and bool) */
   PL_SOP_REDUCED,   /* the result of reduction `reduction` for this row */
   PL_SOP_RINDEX,    /* linear index of the element within its row (i64) */
@@ -125,6 +126,9 @@ typedef struct {
   /* thread mapping (stitch attributes of the fusion node; 0: choose) */
   int          block_size, rows_per_block, blocks_per_row;
 } PlLoopPlan;
+
+/* A LOAD whose offset adds a loaded value (Gather's): no affine address. */
+#define PL_INSTR_IS_GATHER(x) ((x)->op == PL_SOP_LOAD && (x)->n_args == 1)
 
 /* Instruction i and reduction r of a loop plan; whether a reduction kind
  * yields an index (argmax, argmin). */

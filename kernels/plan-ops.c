@@ -804,6 +804,8 @@ lower_node_output (PlLower *L, PlNode *node, int out, PlValue *v, const PlIdx *c
       return lower_view (L, node, out, v, idx);
     case PL_OP_Concat:
       return pl_lower_concat (L, node, v, idx);
+    case PL_OP_Gather:
+      return pl_lower_gather (L, node, v, idx);
     case PL_OP_Pad:
       return pl_lower_pad (L, node, v, idx);
     case PL_OP_Trilu:

@@ -467,8 +467,8 @@ test_fallback (void)
 {
   g_autoptr (PlGraph) g = pl_test_parse (
     "graph fb opset 17 {\n"
-    "  input x: f32[4, 6]\n  const idx: i64[3] = [2, 0, 3]\n"
-    "  e = Exp(x)\n  g = Gather(e, idx) {axis=0}\n  y = Relu(g)\n  output y\n}\n");
+    "  input x: f32[4, 6]\n  const idx: i64[1, 6] = [2, 0, 3, 1, 0, 2]\n"
+    "  e = Exp(x)\n  g = GatherElements(e, idx) {axis=0}\n  y = Relu(g)\n  output y\n}\n");
   g_autoptr (PlRunReport) r = check_graph (g, 15, 1e-6, 1e-6);
   g_assert_cmpint (r->n_kernels, ==, 3);
   g_assert_true (r->kernels[1].fallback);
@@ -601,6 +601,20 @@ test_resize_linear (void)
   /* the weights come from the coordinates: (2 (o + 1) % 2 + 1) / 4 */
   g_assert_nonnull (strstr (dump, "load.i64 index((2 * ((c1 + 1) % 2) + 1))"));
   g_assert_nonnull (strstr (dump, "const.f32 0.25"));
+}
+
+/* Gather is generated: a load whose offset adds the index (negative ones
+ * counted from the end), for any axis, i64 or i32 indices. */
+static void
+test_gather (void)
+{
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_GATHER_GRAPH, 31, 0, &rf);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", pl_graph_find_value (f, "g1")->producer, &error);
+  g_assert_no_error (error);
+  g_autofree char *dump = pl_kernel_plan_dump (p);
+  g_assert_nonnull (strstr (dump, " * 4]"));   /* the index times the axis' stride */
 }
 
 /* A fusion whose body is not one kernel (reductions over different rows)
@@ -1372,6 +1386,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/pad-trilu", test_pad_trilu);
   g_test_add_func ("/Passlab/KernelsCpu/resize-nearest", test_resize_nearest);
   g_test_add_func ("/Passlab/KernelsCpu/resize-linear", test_resize_linear);
+  g_test_add_func ("/Passlab/KernelsCpu/gather", test_gather);
   g_test_add_func ("/Passlab/KernelsCpu/cache", test_cache);
   g_test_add_func ("/Passlab/KernelsCpu/memory-and-trace", test_memory_and_trace);
   g_test_add_func ("/Passlab/KernelsCpu/in-place/chain", test_in_place_chain);

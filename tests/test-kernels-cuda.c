@@ -325,6 +325,13 @@ test_resize_linear (void)
   check_unfused_and_fused (PL_TEST_RESIZE_LINEAR_GRAPH, 6, 4);
 }
 
+/* Gather (a load offset by the index), alone and beside fusions. */
+static void
+test_gather (void)
+{
+  check_unfused_and_fused (PL_TEST_GATHER_GRAPH, 4, 4);
+}
+
 /* Library kernels: the epilogue of a GEMM and a direct convolution. */
 static void
 test_library (void)
@@ -451,6 +458,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/pad-trilu", test_pad_trilu);
   g_test_add_func ("/Passlab/KernelsCuda/resize-nearest", test_resize_nearest);
   g_test_add_func ("/Passlab/KernelsCuda/resize-linear", test_resize_linear);
+  g_test_add_func ("/Passlab/KernelsCuda/gather", test_gather);
   g_test_add_func ("/Passlab/KernelsCuda/library", test_library);
   g_test_add_func ("/Passlab/KernelsCuda/conv-transpose", test_conv_transpose);
   g_test_add_func ("/Passlab/KernelsCuda/in-place", test_in_place);
