@@ -12,10 +12,6 @@
 #include "calibrate.h"
 #include "tune.h"
 
-/* This cpu's arithmetic peak in FLOPs per ms (the calibration's, measured
- * once and cached; 0 when unknown): the tiles' speeds as shares of it. */
-static double fma_peak;
-
 /* Best so far of each search after 1, 2, 4, ... trials and after its last. */
 static void
 print_convergence (const PlTuneResult *r)
@@ -45,19 +41,20 @@ trials_to (const GArray *trials, double ms)
   return trials->len;
 }
 
+/* fma_peak: this cpu's arithmetic peak in GFLOP/s (0: unknown), the tile's speed as a share of it. */
 static void
-print_best (const char *what, const int64_t t[3], double ms, double gflop)
+print_best (const char *what, const int64_t t[3], double ms, double gflop, double fma_peak)
 {
   double rate = ms > 0 ? gflop / ms * 1e3 : 0.0;   /* GFLOP/s */
   printf ("  %-12s %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "  %.4f ms  %.1f GFLOP/s", what,
           t[0], t[1], t[2], ms, rate);
   if (fma_peak > 0)
-    printf (" (%.0f%% of the FMA peak)", 100.0 * rate * 1e6 / fma_peak);
+    printf (" (%.0f%% of the FMA peak)", 100.0 * rate / fma_peak);
   printf ("\n");
 }
 
 static void
-print_result (const PlTuneResult *r)
+print_result (const PlTuneResult *r, double fma_peak)
 {
   printf ("%s: %s in %s, %.3f GFLOP\n", r->conv, r->shape, pl_layout_name (r->layout), r->gflop);
   printf ("  pebble tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
@@ -66,8 +63,8 @@ print_result (const PlTuneResult *r)
   printf ("  space: full %d tiles, pruned %d (%.1f%%); output checked at %s\n", r->full_space, r->pruned_space,
           100.0 * r->pruned_space / MAX (r->full_space, 1), r->verified);
   print_convergence (r);
-  print_best ("full best", r->best_full_tile, r->best_full_ms, r->gflop);
-  print_best ("pruned best", r->best_pruned_tile, r->best_pruned_ms, r->gflop);
+  print_best ("full best", r->best_full_tile, r->best_full_ms, r->gflop, fma_peak);
+  print_best ("pruned best", r->best_pruned_tile, r->best_pruned_ms, r->gflop, fma_peak);
   const guint np = r->pruned->len, nf = r->full->len;
   /* when the pruned search found its best tile, and the full search its own */
   const guint when = trials_to (r->pruned, r->best_pruned_ms), full_when = trials_to (r->full, r->best_full_ms);
@@ -173,11 +170,13 @@ pl_cli_tune (int argc, char **argv)
   if (convs->len == 0)
     return pl_cli_fail ("tune: no Conv in %s", argv[1]);
 
+  /* the calibration's, measured once per machine and cached */
+  double fma_peak = 0;
   {
     g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, false, NULL);
-    fma_peak = cal ? pl_calibration_fma_peak (cal) * 1e6 : 0;
+    fma_peak = cal ? pl_calibration_fma_peak (cal) : 0;
     if (fma_peak > 0)
-      printf ("FMA peak of this cpu: %.0f GFLOP/s (%s)\n", fma_peak / 1e6, pl_calibration_path (cal));
+      printf ("FMA peak of this cpu: %.0f GFLOP/s (%s)\n", fma_peak, pl_calibration_path (cal));
   }
   PlTuneOptions o = { .max_trials = trials, .repeat = repeat, .seed = (guint32) seed, .rounds = rounds, .cache_dir = cache_dir };
   GString *out = g_string_new ("[");
@@ -192,7 +191,7 @@ pl_cli_tune (int argc, char **argv)
           break;
         }
       g_ptr_array_add (results, r);
-      print_result (r);
+      print_result (r, fma_peak);
       fflush (stdout);
       g_autofree char *j = pl_tune_result_json (r);
       g_string_append_printf (out, "%s%s", i ? ",\n" : "", j);
