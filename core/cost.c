@@ -115,6 +115,24 @@ pl_node_flops (const PlNode *node, int64_t sym_size, bool *assumed)
     }
 }
 
+int64_t
+pl_node_bytes (const PlNode *node, int64_t sym_size, bool *assumed)
+{
+  bool unused = false;
+  if (!assumed)
+    assumed = &unused;
+  int64_t bytes = 0;
+  for (int i = 0; i < node->n_inputs; i++)
+    if (node->inputs[i])
+      bytes = sat_add (bytes, sat_mul (value_elems (node->inputs[i], sym_size, assumed),
+                                       (int64_t) pl_dtype_size (node->inputs[i]->dtype)));
+  for (int i = 0; i < node->n_outputs; i++)
+    if (node->outputs[i])
+      bytes = sat_add (bytes, sat_mul (value_elems (node->outputs[i], sym_size, assumed),
+                                       (int64_t) pl_dtype_size (node->outputs[i]->dtype)));
+  return bytes;
+}
+
 void
 pl_graph_stats (const PlGraph *g, int64_t sym_size, PlGraphStats *stats)
 {
@@ -134,14 +152,7 @@ pl_graph_stats (const PlGraph *g, int64_t sym_size, PlGraphStats *stats)
         continue;
       stats->kernels++;
       stats->flops = sat_add (stats->flops, pl_node_flops (node, sym_size, &assumed));
-      for (int i = 0; i < node->n_inputs; i++)
-        if (node->inputs[i])
-          stats->bytes_moved = sat_add (stats->bytes_moved, value_elems (node->inputs[i], sym_size, &assumed) *
-                                                              (int64_t) pl_dtype_size (node->inputs[i]->dtype));
-      for (int i = 0; i < node->n_outputs; i++)
-        if (node->outputs[i])
-          stats->bytes_moved = sat_add (stats->bytes_moved, value_elems (node->outputs[i], sym_size, &assumed) *
-                                                              (int64_t) pl_dtype_size (node->outputs[i]->dtype));
+      stats->bytes_moved = sat_add (stats->bytes_moved, pl_node_bytes (node, sym_size, &assumed));
     }
 
   g_autoptr (PlMemoryProfile) mem = pl_memory_profile (g, sym_size, NULL);

@@ -28,4 +28,9 @@ void  pl_graph_stats           (const PlGraph *g, int64_t sym_size, PlGraphStats
  * metadata-only ones. Sets *assumed when symbolic dims took sym_size. */
 int64_t pl_node_flops          (const PlNode *node, int64_t sym_size, bool *assumed);
 
+/* Bytes one node must move through memory at least: each input read once
+ * and each output written once (what bytes_moved sums). Sets *assumed (may
+ * be NULL) when symbolic dims took sym_size. */
+int64_t pl_node_bytes          (const PlNode *node, int64_t sym_size, bool *assumed);
+
 G_END_DECLS

@@ -80,12 +80,16 @@ pl_lp_report_table (PlPassReport *report, const Model *M, const PlLsSolution *s,
               bool pools, int counts[3])
 {
   /* convs on the cpu: the plan's share of the arithmetic peak, how far
-   * its kernel is from what no kernel can beat */
+   * its kernel is from what no kernel can beat; and for every row the
+   * bandwidth its time implies (inputs read and output written once), to
+   * set against the memcpy ceiling: a depthwise conv far from the peak may
+   * be at the memory's limit */
   double peak = pools ? 0 : pl_calibration_fma_peak (cal) * 1e6;   /* FLOPs per ms */
   GString *head = g_string_new (NULL);
   g_string_append_printf (head, "%-16s %-28s %-12s %9s", pools ? "pool" : "conv", "shape", "plan", "ms");
   if (peak > 0)
     g_string_append (head, "  peak");
+  g_string_append (head, "   GB/s");
   for (int l = 0; l < PL_LAYOUT_COUNT; l++)
     if (p->layouts & (1u << l))
       g_string_append_printf (head, " %9s", pl_layout_name (l));
@@ -109,6 +113,7 @@ pl_lp_report_table (PlPassReport *report, const Model *M, const PlLsSolution *s,
       g_string_append_printf (line, "%-16s %-28s %-12s %9.4f", pn->node->name, shape, plan, pn->cost[c].ms);
       if (peak > 0)
         g_string_append_printf (line, " %4.0f%%", 100.0 * (double) pl_node_flops (pn->node, 1, NULL) / pn->cost[c].ms / peak);
+      g_string_append_printf (line, " %6.1f", (double) pl_node_bytes (pn->node, 1, NULL) / pn->cost[c].ms / 1e6);
       for (int l = 0; l < PL_LAYOUT_COUNT; l++)
         if (p->layouts & (1u << l))
           {

@@ -412,6 +412,8 @@ test_stats_saturate (void)
   /* Small sizes still count exactly: 2 * (N*K) * M = 2 * 4 * 2. */
   bool assumed = false;
   g_assert_cmpint (pl_node_flops (pl_graph_find_node (g, "c"), 2, &assumed), ==, 16);
+  /* and bytes: a, b and c, 2x2 f32 each, read or written once */
+  g_assert_cmpint (pl_node_bytes (pl_graph_find_node (g, "c"), 2, NULL), ==, 3 * 4 * 4);
 }
 
 static void

@@ -269,7 +269,18 @@ test_measured_tiny_conv (void)
   /* the cpu's arithmetic peak is measured and cached beside the other
    * ceilings, and each conv's line says its share of it */
   g_assert_nonnull (strstr (s->report, " GFLOP/s, FMA peak "));
-  g_assert_nonnull (strstr (s->report, " ms  peak "));
+  g_assert_nonnull (strstr (s->report, " ms  peak   GB/s "));
+  {
+    /* the line of conv c: its time, share of the peak, and the bandwidth
+     * that time implies for the bytes it must move */
+    const char *line = strstr (s->report, "\nc    ");
+    g_assert_nonnull (line);
+    double ms = 0, share = -1, gbps = 0;
+    g_assert_cmpint (sscanf (line + 1 + 59, "%lf %lf%% %lf", &ms, &share, &gbps), ==, 3);
+    const PlNode *c = pl_graph_find_node (g, "c");
+    g_assert_cmpfloat (ms, >, 0);
+    g_assert_cmpfloat (fabs (gbps - (double) pl_node_bytes (c, 1, NULL) / ms / 1e6), <=, 0.05 + 0.01 * gbps);
+  }
   g_autofree char *text2 = NULL;
   g_assert_true (g_file_get_contents (path, &text2, NULL, NULL));
   g_assert_nonnull (strstr (text2, "\tcpu\tceiling fma f32 2^33\t"));
