@@ -586,12 +586,22 @@ infer_pad (PlNode *node, GError **error)
 }
 
 bool
-pl_pad_static_constant (const PlNode *node, int64_t *begin, int64_t *end, double *fill)
+pl_pad_static (const PlNode *node, int64_t *begin, int64_t *end, double *fill, PlPadMode *mode)
 {
+  static const char *const modes[] = { "constant", "edge", "reflect", "wrap" };
   const PlValue *x = node->op == PL_OP_Pad && node->n_inputs > 0 ? node->inputs[0] : NULL;
-  if (!x || !pl_shape_is_static (&x->shape) || strcmp (pl_node_attr_string (node, "mode", "constant"), "constant") != 0
-      || pad_read (node, NULL, x->shape.rank, begin, end, NULL) != 1)
+  if (!x || !pl_shape_is_static (&x->shape) || pad_read (node, NULL, x->shape.rank, begin, end, NULL) != 1)
     return false;
+  const char *m = pl_node_attr_string (node, "mode", "constant");
+  int k = 0;
+  while (k < (int) G_N_ELEMENTS (modes) && strcmp (m, modes[k]) != 0)
+    k++;
+  if (k == (int) G_N_ELEMENTS (modes))
+    return false;
+  *mode = (PlPadMode) k;
+  *fill = 0;
+  if (*mode != PL_PAD_CONSTANT)
+    return true;
   if (pl_node_opset (node) < 11)
     {
       *fill = pl_node_attr_float (node, "value", 0.0f);
@@ -603,6 +613,13 @@ pl_pad_static_constant (const PlNode *node, int64_t *begin, int64_t *end, double
     return false;
   *fill = t ? pl_tensor_get_f64 (t, 0) : 0;
   return true;
+}
+
+bool
+pl_pad_static_constant (const PlNode *node, int64_t *begin, int64_t *end, double *fill)
+{
+  PlPadMode mode;
+  return pl_pad_static (node, begin, end, fill, &mode) && mode == PL_PAD_CONSTANT;
 }
 
 /* Source index along an axis of size d for padded coordinate i (may be

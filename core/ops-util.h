@@ -50,6 +50,10 @@ bool      pl_slice_static_window   (const PlNode *node, int64_t *start, int64_t 
  * are constants: the elements added before and after each axis (negative:
  * cropped) and the value. False otherwise. */
 bool      pl_pad_static_constant   (const PlNode *node, int64_t *begin, int64_t *end, double *fill);
+typedef enum { PL_PAD_CONSTANT, PL_PAD_EDGE, PL_PAD_REFLECT, PL_PAD_WRAP } PlPadMode;
+/* The same for a Pad of any mode: its mode too (*fill only for constant). */
+bool      pl_pad_static            (const PlNode *node, int64_t *begin, int64_t *end, double *fill,
+                                    PlPadMode *mode);
 /* A nearest-mode Resize of a static input whose scales or sizes (and roi)
  * are constants and whose every axis copies input element b + (m o + o0) / q
  * to output coordinate o (an integer factor down or up, or none): those

@@ -86,6 +86,8 @@ intern_atom_shift (PlIdxArena *a, PlIdxAtomKind kind, int coord, const PlIdx *ar
   char *key = kind == PL_IDX_COORD ? g_strdup_printf ("c%d", coord)
               : kind == PL_IDX_CLAMP
               ? g_strdup_printf ("(%s-%" G_GINT64_FORMAT "|%" G_GINT64_FORMAT ")", arg->key, shift, divisor)
+              : kind == PL_IDX_REFLECT
+              ? g_strdup_printf ("(%s-%" G_GINT64_FORMAT "~%" G_GINT64_FORMAT ")", arg->key, shift, divisor)
               : g_strdup_printf ("(%s%c%" G_GINT64_FORMAT ")", arg->key, kind == PL_IDX_DIV ? '/' : '%', divisor);
   PlIdxAtom *at = g_hash_table_lookup (a->atoms, key);
   if (at)
@@ -113,6 +115,9 @@ intern_atom_shift (PlIdxArena *a, PlIdxAtomKind kind, int coord, const PlIdx *ar
       break;
     case PL_IDX_CLAMP:
       at->max = CLAMP (arg->max - shift, 0, divisor - 1);
+      break;
+    case PL_IDX_REFLECT:
+      at->max = divisor - 1;   /* a bound, not always reached */
       break;
     }
   g_hash_table_insert (a->atoms, (gpointer) at->key, at);
@@ -372,23 +377,38 @@ pl_idx_mod (PlIdxArena *a, const PlIdx *x, int64_t d)
   return atom_expr (a, intern_atom (a, PL_IDX_MOD, 0, low, d));
 }
 
-const PlIdx *
-pl_idx_clamp (PlIdxArena *a, const PlIdx *x, int64_t shift, int64_t n)
+/* x - shift clamped or mirrored (kind) into [0, n): a negative shift folded
+ * into x (x + |shift| is never below 0); x - shift itself when it always
+ * lies inside. */
+static const PlIdx *
+shifted_into (PlIdxArena *a, PlIdxAtomKind kind, const PlIdx *x, int64_t shift, int64_t n)
 {
   g_return_val_if_fail (n >= 1, x);
   if (n == 1)
     return pl_idx_const (a, 0);
-  if (shift < 0)   /* x + |shift| is never below 0: only the top to clamp */
+  if (shift < 0)
     {
       x = pl_idx_add (a, x, pl_idx_const (a, -shift));
       shift = 0;
     }
-  if (x->constant >= shift && x->max - shift < n)   /* inside: x - shift itself */
+  if (x->constant >= shift && x->max - shift < n)
     {
       g_autofree PlIdxTerm *t = g_memdup2 (x->terms, sizeof (PlIdxTerm) * MAX (x->n_terms, 1));
       return intern_expr (a, x->constant - shift, t, x->n_terms);
     }
-  return atom_expr (a, intern_atom_shift (a, PL_IDX_CLAMP, 0, x, n, shift));
+  return atom_expr (a, intern_atom_shift (a, kind, 0, x, n, shift));
+}
+
+const PlIdx *
+pl_idx_clamp (PlIdxArena *a, const PlIdx *x, int64_t shift, int64_t n)
+{
+  return shifted_into (a, PL_IDX_CLAMP, x, shift, n);
+}
+
+const PlIdx *
+pl_idx_reflect (PlIdxArena *a, const PlIdx *x, int64_t shift, int64_t n)
+{
+  return shifted_into (a, PL_IDX_REFLECT, x, shift, n);
 }
 
 const PlIdx *
@@ -464,6 +484,8 @@ pl_idx_substitute (PlIdxArena *dst, const PlIdx *x, const PlIdx *const *repl)
         t = pl_idx_mod (dst, t, at->divisor);
       else if (at->kind == PL_IDX_CLAMP)
         t = pl_idx_clamp (dst, t, at->shift, at->divisor);
+      else if (at->kind == PL_IDX_REFLECT)
+        t = pl_idx_reflect (dst, t, at->shift, at->divisor);
       r = pl_idx_add (dst, r, pl_idx_mul (dst, t, x->terms[i].coef));
     }
   return r;
@@ -489,6 +511,9 @@ pl_idx_translate (PlIdxArena *dst, const PlIdx *x, const int *map)
           break;
         case PL_IDX_CLAMP:
           t = pl_idx_clamp (dst, pl_idx_translate (dst, at->arg, map), at->shift, at->divisor);
+          break;
+        case PL_IDX_REFLECT:
+          t = pl_idx_reflect (dst, pl_idx_translate (dst, at->arg, map), at->shift, at->divisor);
           break;
         default:
           t = pl_idx_mod (dst, pl_idx_translate (dst, at->arg, map), at->divisor);
@@ -524,6 +549,29 @@ print_atom (GString *s, const PlIdxAtom *at, const char *const *names)
         g_string_append_printf (s, "(%s < %" G_GINT64_FORMAT " ? 0 : %s > %" G_GINT64_FORMAT " ? %" G_GINT64_FORMAT
                                 " : %s - %" G_GINT64_FORMAT ")", arg->str, at->shift, arg->str,
                                 at->shift + at->divisor - 1, at->divisor - 1, arg->str, at->shift);
+      g_string_free (arg, TRUE);
+      return;
+    }
+  if (at->kind == PL_IDX_REFLECT)
+    {
+      GString *arg = g_string_new (NULL);
+      print_expr (arg, at->arg, names);
+      int64_t n = at->divisor, s0 = at->shift, period = 2 * (n - 1);
+      if (s0 <= n - 1 && at->arg->max - s0 <= period)
+        /* one mirror at most on each side (pads shorter than the axis, the
+         * usual case): compares and selects, which vectorize */
+        g_string_append_printf (s, "(%s < %" G_GINT64_FORMAT " ? %" G_GINT64_FORMAT " - %s : %s > %" G_GINT64_FORMAT
+                                " ? %" G_GINT64_FORMAT " - %s : %s - %" G_GINT64_FORMAT ")", arg->str, s0, s0, arg->str,
+                                arg->str, s0 + n - 1, s0 + period, arg->str, arg->str, s0);
+      else
+        {
+          /* m = (x - s) mod period, made non-negative; then m or its mirror */
+          int64_t c = (s0 + period - 1) / period * period - s0;
+          g_string_append_printf (s, "((%s + %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT " < %" G_GINT64_FORMAT
+                                  " ? (%s + %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT " : %" G_GINT64_FORMAT
+                                  " - (%s + %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ")",
+                                  arg->str, c, period, n, arg->str, c, period, period, arg->str, c, period);
+        }
       g_string_free (arg, TRUE);
       return;
     }

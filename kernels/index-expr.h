@@ -8,6 +8,7 @@
  *
  *     constant + sum_i coef_i * atom_i,
  *     atom = ck | (expr / d) | (expr % d) | clamp (expr - s, 0, n - 1)
+ *            | reflect (expr - s, n)
  *
  * with non-negative coefficients, interned in an arena so that two equal
  * expressions are the same pointer. Division and modulo simplify whenever
@@ -33,14 +34,15 @@ typedef enum {
   PL_IDX_DIV,    /* arg / divisor */
   PL_IDX_MOD,    /* arg % divisor */
   PL_IDX_CLAMP,  /* arg - shift clamped into [0, divisor) */
+  PL_IDX_REFLECT,/* arg - shift mirrored into [0, divisor), numpy's reflect */
 } PlIdxAtomKind;
 
 struct _PlIdxAtom {
   PlIdxAtomKind  kind;
   int            coord;    /* COORD */
   const PlIdx   *arg;      /* DIV, MOD, CLAMP */
-  int64_t        divisor;  /* DIV, MOD; CLAMP: the size clamped into */
-  int64_t        shift;    /* CLAMP: subtracted first (> 0) */
+  int64_t        divisor;  /* DIV, MOD; CLAMP, REFLECT: the size clamped or mirrored into */
+  int64_t        shift;    /* CLAMP (> 0), REFLECT (>= 0): subtracted first */
   int64_t        max;      /* largest value it takes */
   const char    *key;      /* canonical text, unique per atom */
 };
@@ -77,6 +79,10 @@ const PlIdx *pl_idx_mod            (PlIdxArena *a, const PlIdx *x, int64_t d);  
  * the same edge element (in cache), where x - shift wrapped mod n would
  * read a distinct element each (and divide). */
 const PlIdx *pl_idx_clamp          (PlIdxArena *a, const PlIdx *x, int64_t shift, int64_t n);
+/* x - shift mirrored into [0, n) without repeating the edge, like numpy's
+ * reflect: -1 -> 1, n -> n - 2, periodic with period 2 (n - 1) beyond
+ * (n >= 1; n = 1: 0). Exactly x - shift wherever that lies inside. */
+const PlIdx *pl_idx_reflect        (PlIdxArena *a, const PlIdx *x, int64_t shift, int64_t n);
 /* Row-major offset of the multi-index idx[rank] in a tensor of dims. */
 const PlIdx *pl_idx_linearize      (PlIdxArena *a, int rank, const PlIdx *const *idx, const int64_t *dims);
 /* The multi-index (out[rank]) of row-major offset flat in a tensor of dims. */

@@ -1,6 +1,6 @@
 /* plan-select.c — the ops whose element comes from one of several places
- * picked by its coordinates: Concat (which input), Pad in constant mode
- * (the input or the pad value) and Trilu (the input or zero); linear
+ * picked by its coordinates: Concat (which input), Pad (the input or, in
+ * constant mode, the pad value) and Trilu (the input or zero); linear
  * Resize, a weighted sum of the neighbours its coordinates pick; and
  * Gather, whose element the indices' value picks along its axis. The
  * coordinates' values are loads of slot PL_SLOT_INDEX, compared as i64;
@@ -64,7 +64,9 @@ pl_lower_concat (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *
 /* Pad, constant mode: the input where every coordinate lies inside it (c_k -
  * begin_k in [0, n_k)), else the pad value. A negative begin crops: a plain
  * offset, no test (and no clamp, unless the axis is padded at its end).
- * Other modes (edge, reflect, wrap) stay the reference. */
+ * The other modes read the input at every point, through the index
+ * function of the mode: edge clamps, wrap takes the coordinate mod n_k,
+ * reflect mirrors (pl_idx_reflect); no select. */
 int
 pl_lower_pad (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
 {
@@ -72,15 +74,27 @@ pl_lower_pad (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *con
   int64_t begin[PL_MAX_RANK], end[PL_MAX_RANK], id[PL_MAX_RANK];
   PlValue *in = node->inputs[0];
   double fill = 0;
-  if (!pl_pad_static_constant (node, begin, end, &fill) || !pl_shape_get_dims (&in->shape, id))
-    return pl_lower_fail (L, "%s: not a constant-mode Pad with constant pads and value", node->name);
+  PlPadMode mode;
+  if (!pl_pad_static (node, begin, end, &fill, &mode) || !pl_shape_get_dims (&in->shape, id))
+    return pl_lower_fail (L, "%s: not a Pad with constant pads and value", node->name);
   const PlIdx *ii[PL_MAX_RANK];
   int inside = -1;
   for (int k = 0; k < rank; k++)
     {
       if (id[k] == 0)
         return pl_lower_fail (L, "%s: an empty axis", node->name);
-      ii[k] = pl_idx_clamp (L->arena, idx[k], begin[k], id[k]);   /* cropped only: a plain offset */
+      if (mode == PL_PAD_REFLECT)
+        ii[k] = pl_idx_reflect (L->arena, idx[k], begin[k], id[k]);
+      else if (mode == PL_PAD_WRAP)
+        {
+          /* (c - begin) mod n, made non-negative by whole periods */
+          int64_t up = begin[k] > 0 ? (begin[k] + id[k] - 1) / id[k] * id[k] - begin[k] : -begin[k];
+          ii[k] = pl_idx_mod (L->arena, pl_idx_add (L->arena, idx[k], pl_idx_const (L->arena, up)), id[k]);
+        }
+      else   /* edge; constant: cropped only, a plain offset */
+        ii[k] = pl_idx_clamp (L->arena, idx[k], begin[k], id[k]);
+      if (mode != PL_PAD_CONSTANT)
+        continue;
       int c = begin[k] > 0 || end[k] > 0 ? pl_lower_index_value (L, idx[k]) : -1;
       if (begin[k] > 0)
         {

@@ -4,8 +4,8 @@
  * Fusible are elementwise and broadcast ops (their data functions), the view
  * and layout ops Reshape, Transpose, Squeeze, Unsqueeze, Flatten and Expand
  * whose shape/axes operands are constants, Slice with constant parameters and
- * positive steps, nearest Resize by integer factors, Pad in constant mode
- * with constant pads, and Concat of static shapes (they fold in as index
+ * positive steps, nearest and linear Resize, Pad (any mode) with constant
+ * pads, and Concat of static shapes (they fold in as index
  * functions; Pad and Concat as selects, kernels/plan-select.c), and — with
  * input_fusion — reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/
  * LogSum/LogSumExp/SumSquare, ArgMax/ArgMin and Softmax/LogSoftmax/Hardmax.
@@ -104,7 +104,8 @@ classify (Ctx *c, const PlNode *node)
       {
         int64_t b[PL_MAX_RANK], e[PL_MAX_RANK];
         double fill;
-        return pl_pad_static_constant (node, b, e, &fill) ? FUSE_INDEX : FUSE_NONE;
+        PlPadMode mode;
+        return pl_pad_static (node, b, e, &fill, &mode) ? FUSE_INDEX : FUSE_NONE;
       }
     case PL_OP_Resize:
       {

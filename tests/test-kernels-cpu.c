@@ -578,6 +578,39 @@ test_pad_trilu (void)
   g_assert_nonnull (pl_graph_find_value (f, "y")->producer->body);   /* Exp+Pad+Relu */
 }
 
+/* Pad in the other modes reads through an index function of the mode
+ * (clamp, mod, mirror): generated, no select, and it fuses. */
+static void
+test_pad_modes (void)
+{
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_PAD_MODES_GRAPH, 24, 0, &rf);
+  g_autofree char *dump = fusion_plan_dump (f, "y");   /* Exp+Pad+Relu */
+  g_assert_nonnull (strstr (dump, "loop (Exp+Pad+Relu)"));
+  g_assert_nonnull (strstr (dump, "(c1 < 2 ? 2 - c1 : c1 > 6 ? 10 - c1 : c1 - 2)"));
+  g_assert_null (strstr (dump, "select"));
+}
+
+/* The mirrored index: itself inside; compares for one mirror a side; the
+ * periodic form (mod 2 (n - 1)) for pads longer than the axis. */
+static void
+test_index_reflect (void)
+{
+  PlIdxArena *a = pl_idx_arena_new (2, (int64_t[]) { 10, 30 });
+  const PlIdx *c0 = pl_idx_coord (a, 0), *c1 = pl_idx_coord (a, 1);
+  const char *names[] = { "i", "j" };
+  g_assert_true (pl_idx_reflect (a, c0, 0, 10) == c0);
+  g_assert_true (pl_idx_reflect (a, c0, 4, 1) == pl_idx_const (a, 0));
+  const PlIdx *r = pl_idx_reflect (a, c0, 2, 6);
+  g_assert_cmpint (r->max, ==, 5);
+  g_autofree char *t1 = pl_idx_to_c (r, names);
+  g_assert_cmpstr (t1, ==, "(i < 2 ? 2 - i : i > 7 ? 12 - i : i - 2)");
+  /* j - 7 over [-7, 22] into 5: period 8, (j + 1) % 8 */
+  g_autofree char *t2 = pl_idx_to_c (pl_idx_reflect (a, c1, 7, 5), names);
+  g_assert_cmpstr (t2, ==, "((j + 1) % 8 < 5 ? (j + 1) % 8 : 8 - (j + 1) % 8)");
+  pl_idx_arena_free (a);
+}
+
 /* A nearest Resize by integer factors is an index function (generated,
  * fused); by 1.5 it stays the reference. */
 static void
@@ -1384,6 +1417,8 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/concat", test_concat);
   g_test_add_func ("/Passlab/KernelsCpu/index-clamp", test_index_clamp);
   g_test_add_func ("/Passlab/KernelsCpu/pad-trilu", test_pad_trilu);
+  g_test_add_func ("/Passlab/KernelsCpu/pad-modes", test_pad_modes);
+  g_test_add_func ("/Passlab/KernelsCpu/index-reflect", test_index_reflect);
   g_test_add_func ("/Passlab/KernelsCpu/resize-nearest", test_resize_nearest);
   g_test_add_func ("/Passlab/KernelsCpu/resize-linear", test_resize_linear);
   g_test_add_func ("/Passlab/KernelsCpu/gather", test_gather);

@@ -311,6 +311,13 @@ test_pad_trilu (void)
   check_unfused_and_fused (PL_TEST_PAD_TRILU_GRAPH, 6, 3);
 }
 
+/* Pad in edge, reflect and wrap modes, alone and fused. */
+static void
+test_pad_modes (void)
+{
+  check_unfused_and_fused (PL_TEST_PAD_MODES_GRAPH, 10, 8);
+}
+
 /* Nearest Resize by integer factors, alone and fused. */
 static void
 test_resize_nearest (void)
@@ -458,6 +465,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/pad-trilu", test_pad_trilu);
   g_test_add_func ("/Passlab/KernelsCuda/resize-nearest", test_resize_nearest);
   g_test_add_func ("/Passlab/KernelsCuda/resize-linear", test_resize_linear);
+  g_test_add_func ("/Passlab/KernelsCuda/pad-modes", test_pad_modes);
   g_test_add_func ("/Passlab/KernelsCuda/gather", test_gather);
   g_test_add_func ("/Passlab/KernelsCuda/library", test_library);
   g_test_add_func ("/Passlab/KernelsCuda/conv-transpose", test_conv_transpose);

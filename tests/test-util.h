@@ -42,6 +42,20 @@
   "  u = Trilu(x, k)\n  l = Trilu(x) {upper=0}\n" \
   "  output y, q, u, l\n}\n"
 
+/* Pad in edge, reflect and wrap modes: pads shorter than the axis between
+ * an Exp and a Relu, pads longer than it (reflect and wrap repeat
+ * periodically), and pads that crop one side. */
+#define PL_TEST_PAD_MODES_GRAPH \
+  "graph pm opset 17 {\n" \
+  "  input x: f32[2, 3, 5, 6]\n" \
+  "  const p: i64[8] = [0, 0, 2, 3, 0, 0, 1, 4]\n  const long: i64[8] = [0, 0, 7, 13, 0, 0, 9, 11]\n" \
+  "  const crop: i64[8] = [0, -1, -1, 2, 0, 0, 3, -2]\n" \
+  "  e = Exp(x)\n  r = Pad(e, p) {mode=\"reflect\"}\n  y = Relu(r)\n" \
+  "  d = Pad(x, p) {mode=\"edge\"}\n  w = Pad(x, p) {mode=\"wrap\"}\n" \
+  "  rl = Pad(x, long) {mode=\"reflect\"}\n  wl = Pad(x, long) {mode=\"wrap\"}\n  dl = Pad(x, long) {mode=\"edge\"}\n" \
+  "  rc = Pad(x, crop) {mode=\"reflect\"}\n  wc = Pad(x, crop) {mode=\"wrap\"}\n" \
+  "  output y, d, w, rl, wl, dl, rc, wc\n}\n"
+
 /* Nearest Resize: up by 2 (half_pixel) between an Exp and a Relu, up by 3
  * and down by 2 (asymmetric, floor: PyTorch's export), and by 1.5 (no
  * integer factor: the reference). */
