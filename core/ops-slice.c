@@ -485,7 +485,6 @@ pl_slice_static_window (const PlNode *node, int64_t *start, int64_t *step)
     {
       start[k] = sa[k].start;
       step[k] = sa[k].step;
-      ok = step[k] > 0;
     }
   return ok;
 }

@@ -41,8 +41,8 @@ bool      pl_broadcast_dims     (int ra, const int64_t *a, int rb, const int64_t
                                  int *rank, int64_t *out, GError **error);
 
 /* A Slice that is a window of its input the kernels can index: static
- * input shape, constant starts, ends, axes and steps, every step positive.
- * Input element along axis k = start[k] + step[k] * output coordinate k
+ * input shape, constant starts, ends, axes and steps (a negative step reads
+ * the axis backwards). Input element along axis k = start[k] + step[k] * output coordinate k
  * (after ONNX clamping; step 1 and start 0 on axes not sliced). False
  * otherwise. */
 bool      pl_slice_static_window   (const PlNode *node, int64_t *start, int64_t *step);

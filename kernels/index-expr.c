@@ -391,6 +391,14 @@ shifted_into (PlIdxArena *a, PlIdxAtomKind kind, const PlIdx *x, int64_t shift, 
       x = pl_idx_add (a, x, pl_idx_const (a, -shift));
       shift = 0;
     }
+  if (x->n_terms == 0)   /* a number: clamp or mirror it now */
+    {
+      int64_t v = x->constant - shift, period = 2 * (n - 1);
+      if (kind == PL_IDX_CLAMP)
+        return pl_idx_const (a, CLAMP (v, 0, n - 1));
+      v = (v % period + period) % period;
+      return pl_idx_const (a, v < n ? v : period - v);
+    }
   if (x->constant >= shift && x->max - shift < n)
     {
       g_autofree PlIdxTerm *t = g_memdup2 (x->terms, sizeof (PlIdxTerm) * MAX (x->n_terms, 1));
@@ -557,7 +565,9 @@ print_atom (GString *s, const PlIdxAtom *at, const char *const *names)
       GString *arg = g_string_new (NULL);
       print_expr (arg, at->arg, names);
       int64_t n = at->divisor, s0 = at->shift, period = 2 * (n - 1);
-      if (s0 <= n - 1 && at->arg->max - s0 <= period)
+      if (at->arg->max <= s0)   /* never above: read backwards (a negative-step Slice) */
+        g_string_append_printf (s, "(%" G_GINT64_FORMAT " - %s)", s0, arg->str);
+      else if (s0 <= n - 1 && at->arg->max - s0 <= period)
         /* one mirror at most on each side (pads shorter than the axis, the
          * usual case): compares and selects, which vectorize */
         g_string_append_printf (s, "(%s < %" G_GINT64_FORMAT " ? %" G_GINT64_FORMAT " - %s : %s > %" G_GINT64_FORMAT

@@ -673,10 +673,10 @@ lower_quant (PlLower *L, const PlNode *node, const PlValue *v, int rank, const P
 
 /* --- view ops ----------------------------------------------------------------------- */
 
-/* Slice with positive steps, and Split: a window of the input, offset (and
- * strided) along some axes. A negative step would read the coordinate
- * reversed, which index expressions (non-negative coefficients) do not
- * hold: that Slice stays a fallback. */
+/* Slice and Split: a window of the input, offset (and strided) along some
+ * axes. A negative step reads the axis backwards, start - |step| c: index
+ * expressions have non-negative coefficients only, so that is the mirror
+ * of |step| c - start (pl_idx_reflect), which is never above 0. */
 static bool
 window_index (PlLower *L, const PlNode *node, int out, const PlValue *v, const PlIdx *const *idx,
               const PlIdx **ii)
@@ -687,7 +687,7 @@ window_index (PlLower *L, const PlNode *node, int out, const PlValue *v, const P
     {
       if (!pl_slice_static_window (node, start, step))
         {
-          pl_lower_fail (L, "%s: starts, ends, axes or steps not constant, or a negative step", node->name);
+          pl_lower_fail (L, "%s: starts, ends, axes or steps not constant", node->name);
           return false;
         }
     }
@@ -712,7 +712,9 @@ window_index (PlLower *L, const PlNode *node, int out, const PlValue *v, const P
         }
     }
   for (int k = 0; k < rank; k++)
-    ii[k] = pl_idx_add (L->arena, pl_idx_const (L->arena, start[k]), pl_idx_mul (L->arena, idx[k], step[k]));
+    ii[k] = step[k] > 0 ? pl_idx_add (L->arena, pl_idx_const (L->arena, start[k]), pl_idx_mul (L->arena, idx[k], step[k]))
+            : pl_idx_reflect (L->arena, pl_idx_mul (L->arena, idx[k], -step[k]), start[k],
+                              node->inputs[0]->shape.dims[k].size);
   return true;
 }
 

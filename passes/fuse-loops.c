@@ -3,10 +3,10 @@
  *
  * Fusible are elementwise and broadcast ops (their data functions), the view
  * and layout ops Reshape, Transpose, Squeeze, Unsqueeze, Flatten and Expand
- * whose shape/axes operands are constants, Slice with constant parameters and
- * positive steps, nearest and linear Resize, Pad (any mode) with constant
- * pads, and Concat of static shapes (they fold in as index
- * functions; Pad and Concat as selects, kernels/plan-select.c), and — with
+ * whose shape/axes operands are constants, Slice with constant parameters,
+ * nearest and linear Resize, Pad (any mode) with constant pads, and Concat
+ * of static shapes (they fold in as index functions; constant Pad and
+ * Concat as selects, kernels/plan-select.c), and — with
  * input_fusion — reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/
  * LogSum/LogSumExp/SumSquare, ArgMax/ArgMin and Softmax/LogSoftmax/Hardmax.
  * Compute-intensive ops, fusion nodes and everything else stay as they are.

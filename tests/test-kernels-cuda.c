@@ -295,6 +295,7 @@ static void
 test_slice_split (void)
 {
   check_unfused_and_fused (PL_TEST_SLICE_SPLIT_GRAPH, 5, 1);
+  check_unfused_and_fused (PL_TEST_SLICE_NEG_GRAPH, 4, 2);   /* negative steps */
 }
 
 /* Concat as a select among its inputs, alone and fused. */

@@ -22,6 +22,19 @@
   "  p0, p1, p2 = Split(x) {axis=2}\n  q = Add(p1, p2)\n" \
   "  output y, p0, q\n}\n"
 
+/* Slices with negative steps: x[i, 6 - 2 j], and both axes reversed
+ * between an Exp and a Relu. */
+#define PL_TEST_SLICE_NEG_GRAPH \
+  "graph sn opset 17 {\n" \
+  "  input x: f32[4, 7]\n" \
+  "  const st: i64[1] = [-1]\n  const en: i64[1] = [-100]\n" \
+  "  const ax: i64[1] = [1]\n  const sp: i64[1] = [-2]\n" \
+  "  const st2: i64[2] = [-1, -1]\n  const en2: i64[2] = [-100, -100]\n" \
+  "  const ax2: i64[2] = [0, 1]\n  const sp2: i64[2] = [-1, -1]\n" \
+  "  s = Slice(x, st, en, ax, sp)\n" \
+  "  e = Exp(x)\n  f = Slice(e, st2, en2, ax2, sp2)\n  y = Relu(f)\n" \
+  "  output s, y\n}\n"
+
 /* Concats along an outer, the middle and the last axis, one between an
  * Exp and a Relu. */
 #define PL_TEST_CONCAT_GRAPH \
