@@ -50,14 +50,58 @@ typedef struct {
   PlBackend   backend;
   const char *passes;
   char       *cache_dir;
+  bool        int_constants;   /* integer inputs become constants of the test's data */
 } Runner;
 
-static Runner runner = { PL_BACKEND_REFERENCE, NULL, NULL };
+static Runner runner = { PL_BACKEND_REFERENCE, NULL, NULL, false };
+
+/* A copy of g whose integer inputs (pads, starts, axes, shapes, indices:
+ * what ONNX's tests pass as inputs where exported models hold constants)
+ * are constants holding the test's data, named as before; *kept: the
+ * inputs that stay, in order (borrowed from inputs; g_free the array). */
+static PlGraph *
+bind_int_inputs (const PlGraph *g, PlTensor **inputs, PlTensor ***kept)
+{
+  PlGraph *b = pl_graph_copy (g);
+  *kept = g_new0 (PlTensor *, g->inputs->len + 1);
+  int n_kept = 0;
+  g_autoptr (GPtrArray) bound = g_ptr_array_new (), constants = g_ptr_array_new ();
+  for (guint i = 0; i < b->inputs->len; i++)
+    {
+      PlValue *in = g_ptr_array_index (b->inputs, i);
+      if (!pl_dtype_is_int (in->dtype) || pl_value_is_output (in) || inputs[i]->dtype != in->dtype)
+        {
+          (*kept)[n_kept++] = inputs[i];
+          continue;
+        }
+      g_autofree char *name = pl_graph_unique_name (b, in->name);
+      PlValue *c = pl_graph_add_constant (b, name, inputs[i], NULL);
+      pl_value_replace_uses (in, c);
+      g_ptr_array_add (bound, in);
+      g_ptr_array_add (constants, c);
+    }
+  for (guint i = 0; i < bound->len; i++)
+    {
+      PlValue *in = g_ptr_array_index (bound, i);
+      g_autofree char *name = g_strdup (in->name);
+      pl_graph_remove_value (b, in);
+      pl_value_rename (g_ptr_array_index (constants, i), name, NULL);
+    }
+  return b;
+}
 
 static PlTensor **
 run_on_backend (const PlGraph *g, PlTensor **inputs, gpointer data, PlConformanceResult *result, GError **error)
 {
   const Runner *r = data;
+  g_autoptr (PlGraph) bound = NULL;
+  g_autofree PlTensor **kept = NULL;
+  if (r->int_constants)
+    {
+      bound = bind_int_inputs (g, inputs, &kept);
+      g = bound;
+      inputs = kept;
+    }
   g_autoptr (PlGraph) opt = pl_cli_apply_passes (g, r->passes, NULL, error);
   if (!opt)
     return NULL;
@@ -326,7 +370,7 @@ pl_cli_conformance (int argc, char **argv)
 {
   g_autofree char *expect_path = NULL;
   g_autofree char *write_path = NULL;
-  gboolean quiet = FALSE;
+  gboolean quiet = FALSE, int_constants = FALSE;
   int timeout_s = DEFAULT_TIMEOUT_S;
   int jobs = (int) g_get_num_processors ();
   g_autofree char *backend_name = NULL, *passes = NULL, *cache_dir = NULL;
@@ -344,6 +388,10 @@ pl_cli_conformance (int argc, char **argv)
       "Print only failures and the summary", NULL },
     { "timeout", 't', 0, G_OPTION_ARG_INT, &timeout_s,
       "Seconds a test may run before it counts as failed (default 20)", "S" },
+    { "int-inputs-as-constants", 0, 0, G_OPTION_ARG_NONE, &int_constants,
+      "Make each test's integer inputs (pads, starts, axes, shapes, indices) constants holding its data "
+      "before the passes, as exported models hold them, so a backend may generate the ops they parameterize",
+      NULL },
     { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
       "Tests run at the same time (default: the number of processors)", "N" },
     { NULL }
@@ -378,6 +426,9 @@ pl_cli_conformance (int argc, char **argv)
         return pl_cli_fail ("--passes: %s", bad->message);
     }
   runner.cache_dir = cache_dir;
+  runner.int_constants = int_constants;
+  if (int_constants && runner.backend == PL_BACKEND_REFERENCE && !runner.passes)
+    return pl_cli_fail ("--int-inputs-as-constants needs --backend or --passes");
 
   g_autoptr (GError) error = NULL;
   g_autoptr (GPtrArray) expected = NULL;
@@ -407,8 +458,9 @@ pl_cli_conformance (int argc, char **argv)
       all_fallback += t->result.status == PL_CONFORMANCE_PASS && t->result.kernels > 0 &&
                       t->result.fallbacks == t->result.kernels;
     }
-  printf ("ran %u tests in %.1f s on %s%s%s\n", tests->len, seconds, pl_backend_name (runner.backend),
-          runner.passes ? " after " : "", runner.passes ? runner.passes : "");
+  printf ("ran %u tests in %.1f s on %s%s%s%s\n", tests->len, seconds, pl_backend_name (runner.backend),
+          runner.passes ? " after " : "", runner.passes ? runner.passes : "",
+          runner.int_constants ? ", integer inputs as constants" : "");
   if (runner.backend != PL_BACKEND_REFERENCE)
     printf ("%u of the passed tests ran generated or library kernels; %u ran only the reference implementation "
             "(ops the backend does not generate)\n", counts[0] - all_fallback, all_fallback);

@@ -221,6 +221,15 @@ if [ -d "$NODE/test_abs" ] && [ -d "$NODE/test_add" ] && [ -d "$NODE/test_relu" 
   check "--timeout 0 is refused" fails_cleanly
   run conformance --backend cpu --passes fuse-loops --cache-dir "$TMP/kc" "$TMP/suite"
   check "conformance on the cpu backend, after passes" eval 'status_is 0 && out_has "on cpu after fuse-loops" && out_has "3 of the passed tests ran generated or library kernels" && out_has "3 passed, 1 failed, 0 skipped"'
+  if [ -d "$NODE/test_reflect_pad" ]; then
+    # its pads are an input: the reference implementation, unless bound as a constant
+    run conformance --backend cpu --passes fuse-loops --cache-dir "$TMP/kc" "$NODE/test_reflect_pad"
+    check "conformance: a Pad whose pads are an input runs as the reference" eval 'status_is 0 && out_has "PASS test_reflect_pad (all fallback)"'
+    run conformance --backend cpu --passes fuse-loops --cache-dir "$TMP/kc" --int-inputs-as-constants "$NODE/test_reflect_pad"
+    check "conformance --int-inputs-as-constants: the same Pad generated" eval 'status_is 0 && out_has "integer inputs as constants" && out_has "1 of the passed tests ran generated or library kernels" && ! out_has "all fallback"'
+  fi
+  run conformance --int-inputs-as-constants "$TMP/suite"
+  check "--int-inputs-as-constants without a backend or passes is refused" eval 'fails_cleanly && err_has "int-inputs-as-constants"'
   run conformance --backend tpu "$TMP/suite"
   check "conformance --backend: an unknown backend fails cleanly" eval 'fails_cleanly && err_has "tpu"'
   run conformance --backend cpu --passes no-such-pass --cache-dir "$TMP/kc" "$NODE/test_abs"
