@@ -737,6 +737,43 @@ resize_index (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *con
   return true;
 }
 
+/* DepthToSpace and SpaceToDepth (rank 4, block b): a reshape, transpose
+ * and reshape in one index function. DepthToSpace's output (n, c, y, x)
+ * reads channel (i b + j) C' + c (DCR) or c b^2 + i b + j (CRD) at (y / b,
+ * x / b), i = y % b, j = x % b; SpaceToDepth's (n, o, h, w), o = (i b + j)
+ * C + c, reads (n, c, h b + i, w b + j). */
+static bool
+space_depth_index (PlLower *L, const PlNode *node, const int64_t *id, const PlIdx *const *idx, const PlIdx **ii)
+{
+  PlIdxArena *A = L->arena;
+  int64_t b = pl_node_attr_int (node, "blocksize", 0);
+  if (b < 1)
+    {
+      pl_lower_fail (L, "%s: bad blocksize", node->name);
+      return false;
+    }
+  ii[0] = idx[0];
+  if (node->op == PL_OP_DepthToSpace)
+    {
+      int64_t cc = id[1] / (b * b);
+      const PlIdx *i = pl_idx_mod (A, idx[2], b), *j = pl_idx_mod (A, idx[3], b);
+      const PlIdx *ij = pl_idx_add (A, pl_idx_mul (A, i, b), j);
+      ii[1] = strcmp (pl_node_attr_string (node, "mode", "DCR"), "CRD") == 0
+              ? pl_idx_add (A, pl_idx_mul (A, idx[1], b * b), ij)
+              : pl_idx_add (A, pl_idx_mul (A, ij, cc), idx[1]);
+      ii[2] = pl_idx_div (A, idx[2], b);
+      ii[3] = pl_idx_div (A, idx[3], b);
+    }
+  else
+    {
+      int64_t c = id[1];
+      ii[1] = pl_idx_mod (A, idx[1], c);
+      ii[2] = pl_idx_add (A, pl_idx_mul (A, idx[2], b), pl_idx_div (A, idx[1], b * c));
+      ii[3] = pl_idx_add (A, pl_idx_mul (A, idx[3], b), pl_idx_mod (A, pl_idx_div (A, idx[1], c), b));
+    }
+  return true;
+}
+
 static int
 lower_view (PlLower *L, const PlNode *node, int out, PlValue *v, const PlIdx *const *idx)
 {
@@ -782,6 +819,15 @@ lower_view (PlLower *L, const PlNode *node, int out, PlValue *v, const PlIdx *co
       if (!resize_index (L, node, v, idx, ii))
         return -1;
       break;
+    case PL_OP_Tile:   /* each output coordinate wraps around its input axis */
+      for (int k = 0; k < in->shape.rank; k++)
+        ii[k] = pl_idx_mod (L->arena, idx[k], id[k]);
+      break;
+    case PL_OP_DepthToSpace:
+    case PL_OP_SpaceToDepth:
+      if (in->shape.rank != 4 || !space_depth_index (L, node, id, idx, ii))
+        return in->shape.rank != 4 ? pl_lower_fail (L, "%s: rank %d", node->name, in->shape.rank) : -1;
+      break;
     default: /* Reshape, Flatten, Squeeze, Unsqueeze, Identity: same elements in the same order */
       pl_idx_delinearize (L->arena, pl_idx_linearize (L->arena, v->shape.rank, idx, od), in->shape.rank, id, ii);
       break;
@@ -803,7 +849,10 @@ lower_node_output (PlLower *L, PlNode *node, int out, PlValue *v, const PlIdx *c
         return pl_lower_resize_linear (L, node, v, idx);
       return lower_view (L, node, out, v, idx);
     case PL_OP_Transpose: case PL_OP_Expand: case PL_OP_Identity: case PL_OP_Slice: case PL_OP_Split:
+    case PL_OP_Tile: case PL_OP_DepthToSpace: case PL_OP_SpaceToDepth:
       return lower_view (L, node, out, v, idx);
+    case PL_OP_GatherElements:
+      return pl_lower_gather_elements (L, node, v, idx);
     case PL_OP_Concat:
       return pl_lower_concat (L, node, v, idx);
     case PL_OP_Gather:

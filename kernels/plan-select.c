@@ -2,7 +2,8 @@
  * picked by its coordinates: Concat (which input), Pad (the input or, in
  * constant mode, the pad value) and Trilu (the input or zero); linear
  * Resize, a weighted sum of the neighbours its coordinates pick; and
- * Gather, whose element the indices' value picks along its axis. The
+ * Gather and GatherElements, whose element the indices' value picks along
+ * its axis. The
  * coordinates' values are loads of slot PL_SLOT_INDEX, compared as i64;
  * every candidate is computed and a select keeps one (the generators emit
  * straight-line code), so every read must be in bounds wherever it is not
@@ -214,6 +215,20 @@ pl_lower_resize_linear (PlLower *L, const PlNode *node, const PlValue *v, const 
  * index times the axis' stride. A negative index counts from the end; one
  * out of range, which the reference refuses, is clamped into the axis so
  * the kernel never reads outside data. */
+/* An index value k (i64 or i32) into an axis of n: as i64, negative counted
+ * from the end, clamped into [0, n) so that the read stays inside. */
+static int
+normalized_index (PlLower *L, int k, PlDType dtype, int64_t n)
+{
+  if (dtype != PL_DTYPE_I64)
+    k = pl_lower_cast (L, k, PL_DTYPE_I64);
+  int zero = pl_lower_const (L, PL_DTYPE_I64, 0);
+  k = pl_lower_select (L, pl_lower_binary (L, PL_SOP_LT, k, zero),
+                       pl_lower_binary (L, PL_SOP_ADD, k, pl_lower_const (L, PL_DTYPE_I64, (double) n)), k);
+  return pl_lower_binary (L, PL_SOP_MIN, pl_lower_binary (L, PL_SOP_MAX, k, zero),
+                          pl_lower_const (L, PL_DTYPE_I64, (double) (n - 1)));
+}
+
 int
 pl_lower_gather (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
 {
@@ -231,16 +246,36 @@ pl_lower_gather (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *
   int64_t n = dd[a], stride = 1;
   for (int k = a + 1; k < r; k++)
     stride *= dd[k];
-  int k = pl_lower_value (L, ind, idx + a);
-  if (ind->dtype != PL_DTYPE_I64)
-    k = pl_lower_cast (L, k, PL_DTYPE_I64);
-  int zero = pl_lower_const (L, PL_DTYPE_I64, 0);
-  k = pl_lower_select (L, pl_lower_binary (L, PL_SOP_LT, k, zero),
-                       pl_lower_binary (L, PL_SOP_ADD, k, pl_lower_const (L, PL_DTYPE_I64, (double) n)), k);
-  k = pl_lower_binary (L, PL_SOP_MIN, pl_lower_binary (L, PL_SOP_MAX, k, zero),
-                       pl_lower_const (L, PL_DTYPE_I64, (double) (n - 1)));
+  int k = normalized_index (L, pl_lower_value (L, ind, idx + a), ind->dtype, n);
   const PlIdx *di[PL_MAX_RANK];
   for (int j = 0; j < r; j++)
     di[j] = j < a ? idx[j] : j == a ? pl_idx_const (L->arena, 0) : idx[j - 1 + q];
+  return pl_lower_gather_load (L, pl_lower_slot (L, data), data->dtype, pl_lower_offset (L, data, di), k, stride);
+}
+
+/* GatherElements: output element (.., i_a, ..) is data's (.., k, ..) along
+ * the axis, k = indices at the same coordinates, normalized and clamped
+ * like Gather's. */
+int
+pl_lower_gather_elements (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
+{
+  PlValue *data = node->inputs[0], *ind = node->n_inputs > 1 ? node->inputs[1] : NULL;
+  int64_t dd[PL_MAX_RANK];
+  if (!ind || !pl_shape_get_dims (&data->shape, dd) || !pl_shape_is_static (&ind->shape))
+    return pl_lower_fail (L, "%s without static shapes", node->name);
+  if ((data->producer && g_hash_table_contains (L->members, data->producer)) || data->layout != PL_LAYOUT_NCHW)
+    return pl_lower_fail (L, "%s: its data is computed in the same kernel or in another layout", node->name);
+  if (ind->dtype != PL_DTYPE_I64 && ind->dtype != PL_DTYPE_I32)
+    return pl_lower_fail (L, "%s: %s indices", node->name, pl_dtype_name (ind->dtype));
+  int r = data->shape.rank, a;
+  if (!pl_normalize_axis (pl_node_attr_int (node, "axis", 0), r, &a, NULL) || ind->shape.rank != r)
+    return pl_lower_fail (L, "%s: bad axis", node->name);
+  int64_t stride = 1;
+  for (int k = a + 1; k < r; k++)
+    stride *= dd[k];
+  int k = normalized_index (L, pl_lower_value (L, ind, idx), ind->dtype, dd[a]);
+  const PlIdx *di[PL_MAX_RANK];
+  for (int j = 0; j < r; j++)
+    di[j] = j == a ? pl_idx_const (L->arena, 0) : idx[j];
   return pl_lower_gather_load (L, pl_lower_slot (L, data), data->dtype, pl_lower_offset (L, data, di), k, stride);
 }

@@ -2,8 +2,8 @@
  * XLA's instruction fusion; DESIGN.md §1.2).
  *
  * Fusible are elementwise and broadcast ops (their data functions), the view
- * and layout ops Reshape, Transpose, Squeeze, Unsqueeze, Flatten and Expand
- * whose shape/axes operands are constants, Slice with constant parameters,
+ * and layout ops Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Expand,
+ * Tile, DepthToSpace and SpaceToDepth whose shape/axes operands are constants, Slice with constant parameters,
  * nearest and linear Resize, Pad (any mode) with constant pads, and Concat
  * of static shapes (they fold in as index functions; constant Pad and
  * Concat as selects, kernels/plan-select.c), and — with
@@ -93,7 +93,7 @@ classify (Ctx *c, const PlNode *node)
   switch (node->op)
     {
     case PL_OP_Reshape: case PL_OP_Transpose: case PL_OP_Squeeze: case PL_OP_Unsqueeze:
-    case PL_OP_Flatten: case PL_OP_Expand:
+    case PL_OP_Flatten: case PL_OP_Expand: case PL_OP_Tile: case PL_OP_DepthToSpace: case PL_OP_SpaceToDepth:
       return node->inputs[0] && pl_rw_operands_constant (node) ? FUSE_INDEX : FUSE_NONE;
     case PL_OP_Slice:
       {

@@ -467,8 +467,8 @@ test_fallback (void)
 {
   g_autoptr (PlGraph) g = pl_test_parse (
     "graph fb opset 17 {\n"
-    "  input x: f32[4, 6]\n  const idx: i64[1, 6] = [2, 0, 3, 1, 0, 2]\n"
-    "  e = Exp(x)\n  g = GatherElements(e, idx) {axis=0}\n  y = Relu(g)\n  output y\n}\n");
+    "  input x: f32[4, 6]\n  const ax: i64[] = 1\n"
+    "  e = Exp(x)\n  g = CumSum(e, ax)\n  y = Relu(g)\n  output y\n}\n");
   g_autoptr (PlRunReport) r = check_graph (g, 15, 1e-6, 1e-6);
   g_assert_cmpint (r->n_kernels, ==, 3);
   g_assert_true (r->kernels[1].fallback);
@@ -586,6 +586,19 @@ test_pad_modes (void)
   g_assert_nonnull (strstr (dump, "loop (Exp+Pad+Relu)"));
   g_assert_nonnull (strstr (dump, "(c1 < 2 ? 2 - c1 : c1 > 6 ? 10 - c1 : c1 - 2)"));
   g_assert_null (strstr (dump, "select"));
+}
+
+/* DepthToSpace, SpaceToDepth and Tile are index functions (div and mod of
+ * the coordinates), generated and fused; GatherElements a gather load. */
+static void
+test_space_depth_tile (void)
+{
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_SPACE_DEPTH_GRAPH, 25, 0, &rf);
+  g_autofree char *dump = fusion_plan_dump (f, "y");
+  g_assert_nonnull (strstr (dump, "loop (Exp+DepthToSpace+Relu)"));
+  g_autofree char *dump2 = fusion_plan_dump (f, "z");
+  g_assert_nonnull (strstr (dump2, "loop (DepthToSpace+SpaceToDepth)"));
 }
 
 /* The mirrored index: itself inside; compares for one mirror a side; the
@@ -1415,6 +1428,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/index-clamp", test_index_clamp);
   g_test_add_func ("/Passlab/KernelsCpu/pad-trilu", test_pad_trilu);
   g_test_add_func ("/Passlab/KernelsCpu/pad-modes", test_pad_modes);
+  g_test_add_func ("/Passlab/KernelsCpu/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCpu/index-reflect", test_index_reflect);
   g_test_add_func ("/Passlab/KernelsCpu/resize-nearest", test_resize_nearest);
   g_test_add_func ("/Passlab/KernelsCpu/resize-linear", test_resize_linear);

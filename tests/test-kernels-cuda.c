@@ -319,6 +319,13 @@ test_pad_modes (void)
   check_unfused_and_fused (PL_TEST_PAD_MODES_GRAPH, 10, 8);
 }
 
+/* DepthToSpace, SpaceToDepth, Tile and GatherElements, alone and fused. */
+static void
+test_space_depth_tile (void)
+{
+  check_unfused_and_fused (PL_TEST_SPACE_DEPTH_GRAPH, 7, 4);
+}
+
 /* Nearest Resize by integer factors, alone and fused. */
 static void
 test_resize_nearest (void)
@@ -467,6 +474,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/resize-nearest", test_resize_nearest);
   g_test_add_func ("/Passlab/KernelsCuda/resize-linear", test_resize_linear);
   g_test_add_func ("/Passlab/KernelsCuda/pad-modes", test_pad_modes);
+  g_test_add_func ("/Passlab/KernelsCuda/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCuda/gather", test_gather);
   g_test_add_func ("/Passlab/KernelsCuda/library", test_library);
   g_test_add_func ("/Passlab/KernelsCuda/conv-transpose", test_conv_transpose);

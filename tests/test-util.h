@@ -35,6 +35,18 @@
   "  e = Exp(x)\n  f = Slice(e, st2, en2, ax2, sp2)\n  y = Relu(f)\n" \
   "  output s, y\n}\n"
 
+/* Index-function data movement: DepthToSpace (DCR) between an Exp and a
+ * Relu, DepthToSpace (CRD) then SpaceToDepth, Tile, and GatherElements with
+ * negative indices along the last axis. */
+#define PL_TEST_SPACE_DEPTH_GRAPH \
+  "graph sd opset 13 {\n" \
+  "  input x: f32[2, 8, 3, 5]\n  input t: f32[2, 3, 4]\n  input d: f32[3, 4]\n" \
+  "  const rep: i64[3] = [2, 1, 3]\n  const ix: i64[3, 2] = [0, -1, 3, 2, 1, -4]\n" \
+  "  e = Exp(x)\n  s = DepthToSpace(e) {blocksize=2}\n  y = Relu(s)\n" \
+  "  c = DepthToSpace(x) {blocksize=2, mode=\"CRD\"}\n  z = SpaceToDepth(c) {blocksize=2}\n" \
+  "  tl = Tile(t, rep)\n  ge = GatherElements(d, ix) {axis=1}\n" \
+  "  output y, z, tl, ge\n}\n"
+
 /* Concats along an outer, the middle and the last axis, one between an
  * Exp and a Relu. */
 #define PL_TEST_CONCAT_GRAPH \
