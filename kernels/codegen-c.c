@@ -154,7 +154,9 @@ pl_codegen_c_prelude (void)
     "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n#include <omp.h>\n\n"
     "#define PLK_FN static inline\n"
     "#define PL_INFF __builtin_inff ()\n#define PL_NANF __builtin_nanf (\"\")\n"
-    "#define PL_INF __builtin_inf ()\n#define PL_NAN __builtin_nan (\"\")\n\n"
+    "#define PL_INF __builtin_inf ()\n#define PL_NAN __builtin_nan (\"\")\n"
+    /* an index out of range: every thread that meets one writes the same 1 */
+    "#define PL_FLAG(p) __atomic_store_n ((p), 1, __ATOMIC_RELAXED)\n\n"
     "void pl_set_threads (int n) { if (n > 0) omp_set_num_threads (n); }\n"
     "int pl_max_threads (void) { return omp_get_max_threads (); }\n\n");
   append_vector_libm (s);
@@ -187,6 +189,8 @@ emit_args (Emit *e)
       line (e, "%s *%s out%u = (%s *) args[%d];", t, pl_kernel_plan_restrict (p, true, (int) k) ? "restrict" : "", k,
             t, n_in + (int) k);
     }
+  if (pl_kernel_plan_checks (p))
+    line (e, "int *pl_status = (int *) args[%d];", n_in + (int) p->outputs->len);
 }
 
 /* --- pointwise -------------------------------------------------------------------------- */

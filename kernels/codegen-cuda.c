@@ -57,7 +57,8 @@ pl_codegen_cuda_prelude (void)
     "#define PLK_FN static __device__ __forceinline__\n"
     "#define PL_INFF __int_as_float (0x7f800000)\n#define PL_NANF __int_as_float (0x7fffffff)\n"
     "#define PL_INF __longlong_as_double (0x7ff0000000000000LL)\n"
-    "#define PL_NAN __longlong_as_double (0x7fffffffffffffffLL)\n\n"
+    "#define PL_NAN __longlong_as_double (0x7fffffffffffffffLL)\n"
+    "#define PL_FLAG(p) (*(p) = 1)   /* an index out of range: every thread that meets one writes the same 1 */\n\n"
     "template <typename T> PLK_FN T pl_shfl (T v, int o) { return (T) __shfl_xor_sync (0xffffffffu, (long long) v, o); }\n"
     "PLK_FN float pl_shfl (float v, int o) { return __shfl_xor_sync (0xffffffffu, v, o); }\n"
     "PLK_FN double pl_shfl (double v, int o) { return __shfl_xor_sync (0xffffffffu, v, o); }\n\n"
@@ -114,6 +115,8 @@ emit_signature (Emit *e, const char *name)
   for (guint k = 0; k < p->outputs->len; k++)
     g_string_append_printf (sig, "%s *%s out%u, ", pl_plan_ctype (((PlValue *) p->outputs->pdata[k])->dtype),
                             pl_kernel_plan_restrict (p, true, (int) k) ? "__restrict__" : "", k);
+  if (pl_kernel_plan_checks (p))
+    g_string_append (sig, "int *pl_status, ");
   g_string_append (sig, "char *__restrict__ scratch)");
   line (e, "%s", sig->str);
   g_string_free (sig, TRUE);
@@ -566,7 +569,7 @@ emit_rows (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
   l->shared_bytes = lp->n_scratch && e->shared_scratch ? (int) (row_bytes * e->rpb) : 0;
   l->scratch_bytes = part_bytes + (lp->n_scratch && !e->shared_scratch ? grid * e->rpb * row_bytes : 0);
   l->cooperative = split;
-  l->n_params = (int) (e->p->inputs->len + e->p->outputs->len) + 1;
+  l->n_params = (int) (e->p->inputs->len + e->p->outputs->len) + 1 + pl_kernel_plan_checks (e->p);
 }
 
 /* --- transposes -------------------------------------------------------------------------- */

@@ -188,6 +188,8 @@ print_unary (const PlInstr *x, PlDType t, const char *a)
         return g_strdup_printf ("((uint8_t) ((%d && %s == %s) || (%d && %s == -%s)))", (x->imm_i & 2) != 0, a, inf,
                                 (x->imm_i & 1) != 0, a, inf);
       }
+    case PL_SOP_CHECK:
+      return g_strdup_printf ("((uint8_t) (%s ? (PL_FLAG (pl_status), 1) : 0))", a);
     case PL_SOP_CAST:
       if (x->dtype == PL_DTYPE_BOOL)
         return g_strdup_printf ("((uint8_t) (%s != 0))", a);

@@ -229,7 +229,7 @@ int
 pl_lower_unary (PlLower *L, PlScalarOp op, int a)
 {
   PlDType t = pl_lower_dtype (L, a);
-  if (op == PL_SOP_ISNAN || op == PL_SOP_ISINF || op == PL_SOP_NOT)
+  if (op == PL_SOP_ISNAN || op == PL_SOP_ISINF || op == PL_SOP_NOT || op == PL_SOP_CHECK)
     t = PL_DTYPE_BOOL;
   return emit (L, (PlInstr) { .op = op, .dtype = t, .a = { a }, .n_args = 1 });
 }
@@ -812,12 +812,26 @@ pl_plan_transpose_dim (const PlKernelPlan *p)
   return -1;
 }
 
+bool
+pl_kernel_plan_checks (const PlKernelPlan *p)
+{
+  if (!p->loop)
+    return false;
+  for (guint i = 0; i < p->loop->instrs->len; i++)
+    {
+      const PlInstr *x = pl_loop_instr (p->loop, (int) i);
+      if (x->op == PL_SOP_CHECK && x->used)
+        return true;
+    }
+  return false;
+}
+
 /* --- dump -------------------------------------------------------------------------- */
 
 static const char *const sop_names[PL_SOP_COUNT] = {
   "load", "const", "reduced", "rindex", "neg", "abs", "exp", "expm1", "log", "log1p", "sqrt", "recip", "tanh",
   "erf", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil",
-  "round", "sigmoid", "sign", "not", "isnan", "isinf", "cast", "add", "sub", "mul", "div", "pow", "max", "min",
+  "round", "sigmoid", "sign", "not", "isnan", "isinf", "cast", "check", "add", "sub", "mul", "div", "pow", "max", "min",
   "eq", "lt", "le", "gt", "ge", "and", "or", "xor", "select",
 };
 G_STATIC_ASSERT (G_N_ELEMENTS (sop_names) == PL_SOP_COUNT);

@@ -51,6 +51,8 @@ typedef enum {
   PL_SOP_ISNAN,     /* float -> bool */
   PL_SOP_ISINF,     /* float -> bool; imm_i bit 0: detect negative, bit 1: positive */
   PL_SOP_CAST,      /* a[0] converted to dtype (to bool: != 0) */
+  PL_SOP_CHECK,     /* a[0] (bool), which when true also sets the kernel's status word: an index out
+                     * of range, which the runtime then reports (pl_kernel_plan_checks) */
   /* binary: a[0], a[1] of one dtype */
   PL_SOP_ADD, PL_SOP_SUB, PL_SOP_MUL,
   PL_SOP_DIV,       /* floats by a row value may become a multiply by its reciprocal, unless imm_i
@@ -254,6 +256,10 @@ void          pl_kernel_plan_share    (PlKernelPlan *p, int in, int out);
  * when `output`) restrict: no other slot shares its memory (the in-place
  * epilogue of a GEMM/CONV, pl_kernel_plan_share). */
 bool          pl_kernel_plan_restrict (const PlKernelPlan *p, bool output, int k);
+/* Whether p's loop checks indices (PL_SOP_CHECK): its code then takes a
+ * status word (cpu: args[n_in + n_out]; cuda: the argument before the
+ * scratch) that it sets when an index is out of range. */
+bool          pl_kernel_plan_checks   (const PlKernelPlan *p);
 /* A readable dump of the loop IR (tests, --show-source). */
 char         *pl_kernel_plan_dump     (const PlKernelPlan *p);
 

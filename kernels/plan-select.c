@@ -216,17 +216,20 @@ pl_lower_resize_linear (PlLower *L, const PlNode *node, const PlValue *v, const 
  * out of range, which the reference refuses, is clamped into the axis so
  * the kernel never reads outside data. */
 /* An index value k (i64 or i32) into an axis of n: as i64, negative counted
- * from the end, clamped into [0, n) so that the read stays inside. */
+ * from the end. One outside [-n, n), which the reference refuses, sets the
+ * kernel's status word (PL_SOP_CHECK: the run then fails, as the
+ * reference's would) and reads element 0, so the read stays inside. */
 static int
 normalized_index (PlLower *L, int k, PlDType dtype, int64_t n)
 {
   if (dtype != PL_DTYPE_I64)
     k = pl_lower_cast (L, k, PL_DTYPE_I64);
   int zero = pl_lower_const (L, PL_DTYPE_I64, 0);
+  int bad = pl_lower_binary (L, PL_SOP_OR, pl_lower_binary (L, PL_SOP_LT, k, pl_lower_const (L, PL_DTYPE_I64, (double) -n)),
+                             pl_lower_binary (L, PL_SOP_GE, k, pl_lower_const (L, PL_DTYPE_I64, (double) n)));
   k = pl_lower_select (L, pl_lower_binary (L, PL_SOP_LT, k, zero),
                        pl_lower_binary (L, PL_SOP_ADD, k, pl_lower_const (L, PL_DTYPE_I64, (double) n)), k);
-  return pl_lower_binary (L, PL_SOP_MIN, pl_lower_binary (L, PL_SOP_MAX, k, zero),
-                          pl_lower_const (L, PL_DTYPE_I64, (double) (n - 1)));
+  return pl_lower_select (L, pl_lower_unary (L, PL_SOP_CHECK, bad), zero, k);
 }
 
 int

@@ -57,6 +57,7 @@ typedef struct {
   char           *source;      /* the generated code of this step */
   int             copy;        /* COPY_OUT / COPY_IN: a swap copy, not a kernel */
   int             convert;     /* cpu: CONVERT_F16 / CONVERT_F32, CompressFp16 / DecompressFp16 in place */
+  int             status;      /* a kernel that checks indices (pl_kernel_plan_checks): its status word; else -1 */
 } Step;
 
 enum { COPY_NONE, COPY_OUT, COPY_IN };
@@ -99,6 +100,12 @@ struct _PlExecutable {
   /* cpu */
   PlCpuModule      *cpu;
   void             *arena;
+  /* the status words of the kernels that check indices (Step.status), set
+   * by a kernel that met an index out of range; assigned at the first run */
+  bool              status_ready;
+  int               n_status;
+  int              *status;      /* cpu */
+  guint64           cu_status;   /* cuda */
   /* cuda */
   PlCudaContext    *cuda;
   gpointer          cu_module;

@@ -276,6 +276,8 @@ exec_cpu (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
       if (p->lib_slot >= 0)
         args[p->lib_slot] = target;
     }
+  if (st->status >= 0)
+    args[n_in + n_out] = &e->status[st->status];
   if (st->fn)
     st->fn (args);
   return true;
@@ -325,8 +327,8 @@ exec_cuda (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
   if (p->kind == PL_PLAN_ALIAS)
     return true;
   int n_in = (int) p->inputs->len, n_out = (int) p->outputs->len;
-  g_autofree guint64 *ptr = g_new0 (guint64, n_in + n_out + 1);
-  g_autofree void **params = g_new0 (void *, n_in + n_out + 1);
+  g_autofree guint64 *ptr = g_new0 (guint64, n_in + n_out + 2);
+  g_autofree void **params = g_new0 (void *, n_in + n_out + 2);
   for (int k = 0; k < n_in; k++)
     if (st->in_bufs[k] >= 0)
       ptr[k] = dev_ptr (e, st->in_bufs[k]);
@@ -361,7 +363,14 @@ exec_cuda (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
     }
   if (!st->cu_fn[0])
     return true;
-  for (int k = 0; k <= n_in + n_out; k++)
+  int n_params = n_in + n_out + 1;
+  if (st->status >= 0)   /* the status word goes before the scratch */
+    {
+      ptr[n_params] = ptr[n_params - 1];
+      ptr[n_params - 1] = e->cu_status + sizeof (int) * (guint64) st->status;
+      n_params++;
+    }
+  for (int k = 0; k < n_params; k++)
     params[k] = &ptr[k];
   return pl_cuda_launch (e->cuda, st->cu_fn[0], &st->launch[0], params, error);
 }
@@ -589,6 +598,59 @@ run_cuda_step (PlExecutable *e, int s, bool *pending, bool *waited, PlTensor *co
          pl_cuda_record (e->cuda, 2 * s + 2, error);
 }
 
+/* --- index checks ----------------------------------------------------------------------- */
+
+/* The status words: one per step whose kernel checks indices, assigned and
+ * allocated at the first run, zeroed before each. */
+static bool
+reset_status (PlExecutable *e, GError **error)
+{
+  if (!e->status_ready)
+    {
+      for (guint s = 0; s < e->steps->len; s++)
+        {
+          Step *st = pl_runtime_step (e, (int) s);
+          st->status = !st->copy && st->plan && pl_kernel_plan_checks (st->plan) ? e->n_status++ : -1;
+        }
+      e->status = g_new0 (int, MAX (e->n_status, 1));
+      if (e->backend == PL_BACKEND_CUDA && e->n_status > 0 &&
+          !(e->cu_status = pl_cuda_alloc (e->cuda, sizeof (int) * (size_t) e->n_status, error)))
+        return false;
+      e->status_ready = true;
+    }
+  if (e->n_status == 0)
+    return true;
+  memset (e->status, 0, sizeof (int) * (size_t) e->n_status);
+  return e->backend != PL_BACKEND_CUDA ||
+         pl_cuda_upload (e->cuda, e->cu_status, e->status, sizeof (int) * (size_t) e->n_status, error);
+}
+
+/* Fails the run when step s met an index out of range, as the reference
+ * would have (whose message says which index). */
+static bool
+status_ok (PlExecutable *e, int s, GError **error)
+{
+  Step *st = pl_runtime_step (e, s);
+  if (!e->status[st->status])
+    return true;
+  g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "kernel %s (%s): an index out of range for the axis it indexes",
+               st->plan->name, st->plan->ops);
+  return false;
+}
+
+static bool
+cuda_status_ok (PlExecutable *e, GError **error)
+{
+  if (e->n_status == 0)
+    return true;
+  if (!pl_cuda_download (e->cuda, e->status, e->cu_status, sizeof (int) * (size_t) e->n_status, error))
+    return false;
+  for (guint s = 0; s < e->steps->len; s++)
+    if (pl_runtime_step (e, (int) s)->status >= 0 && !status_ok (e, (int) s, error))
+      return false;
+  return true;
+}
+
 /* One run; dur/start (per step, ms), the copy time and the wait time filled. */
 static bool
 run_once (PlExecutable *e, PlTensor *const *inputs, double *dur, double *start, double *total, double *copy,
@@ -597,7 +659,7 @@ run_once (PlExecutable *e, PlTensor *const *inputs, double *dur, double *start, 
   int n = (int) e->steps->len;
   bool cuda = e->backend == PL_BACKEND_CUDA;
   *copy = *wait = 0;
-  if (!upload_inputs (e, inputs, error))
+  if (!upload_inputs (e, inputs, error) || !reset_status (e, error))
     return false;
   double t0 = now_ms ();
   if (cuda && !pl_cuda_record (e->cuda, 0, error))
@@ -614,7 +676,7 @@ run_once (PlExecutable *e, PlTensor *const *inputs, double *dur, double *start, 
           continue;
         }
       double a = now_ms ();
-      if (!exec_cpu (e, st, inputs, error))
+      if (!exec_cpu (e, st, inputs, error) || (st->status >= 0 && !status_ok (e, s, error)))
         return false;
       double b = now_ms ();
       start[s] = a - t0;
@@ -624,7 +686,7 @@ run_once (PlExecutable *e, PlTensor *const *inputs, double *dur, double *start, 
     }
   if (cuda)
     {
-      if (!pl_cuda_sync (e->cuda, error))
+      if (!pl_cuda_sync (e->cuda, error) || !cuda_status_ok (e, error))
         return false;
       float ms = 0;
       *total = 0;

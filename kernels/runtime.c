@@ -180,6 +180,8 @@ pl_executable_free (PlExecutable *e)
           pl_cuda_free (e->cuda, pl_runtime_buf (e, (int) i)->device);
       if (e->cu_arena)
         pl_cuda_free (e->cuda, e->cu_arena);
+      if (e->cu_status)
+        pl_cuda_free (e->cuda, e->cu_status);
       pl_cuda_host_free (e->cuda, e->host_pool);
     }
   else
@@ -192,6 +194,7 @@ pl_executable_free (PlExecutable *e)
   pl_cpu_module_free (e->cpu);
   g_free (e->output_bufs);
   g_aligned_free (e->arena);
+  g_free (e->status);
   g_free (e->cache_dir);
   g_free (e->source);
   g_free (e);

@@ -660,6 +660,13 @@ test_gather (void)
   g_assert_nonnull (strstr (dump, " * 4]"));   /* the index times the axis' stride */
 }
 
+/* An index out of range fails the run, as on the reference. */
+static void
+test_gather_out_of_range (void)
+{
+  pl_test_index_out_of_range (PL_BACKEND_CPU);
+}
+
 /* A fusion whose body is not one kernel (reductions over different rows)
  * runs as the fewest runs of body nodes that each are one kernel: here
  * ReduceSum over rows, then ReduceSum over columns with the Add: one table
@@ -1428,6 +1435,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/index-clamp", test_index_clamp);
   g_test_add_func ("/Passlab/KernelsCpu/pad-trilu", test_pad_trilu);
   g_test_add_func ("/Passlab/KernelsCpu/pad-modes", test_pad_modes);
+  g_test_add_func ("/Passlab/KernelsCpu/gather-out-of-range", test_gather_out_of_range);
   g_test_add_func ("/Passlab/KernelsCpu/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCpu/index-reflect", test_index_reflect);
   g_test_add_func ("/Passlab/KernelsCpu/resize-nearest", test_resize_nearest);

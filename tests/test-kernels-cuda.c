@@ -347,6 +347,19 @@ test_gather (void)
   check_unfused_and_fused (PL_TEST_GATHER_GRAPH, 4, 4);
 }
 
+/* With a GPU (or the emulator): an index out of range fails the run, read
+ * back from the device's status word after it. */
+static void
+test_gather_out_of_range (void)
+{
+  if (!have_gpu)
+    {
+      g_test_skip ("no GPU");
+      return;
+    }
+  pl_test_index_out_of_range (PL_BACKEND_CUDA);
+}
+
 /* Library kernels: the epilogue of a GEMM and a direct convolution. */
 static void
 test_library (void)
@@ -476,6 +489,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/pad-modes", test_pad_modes);
   g_test_add_func ("/Passlab/KernelsCuda/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCuda/gather", test_gather);
+  g_test_add_func ("/Passlab/KernelsCuda/gather-out-of-range", test_gather_out_of_range);
   g_test_add_func ("/Passlab/KernelsCuda/library", test_library);
   g_test_add_func ("/Passlab/KernelsCuda/conv-transpose", test_conv_transpose);
   g_test_add_func ("/Passlab/KernelsCuda/in-place", test_in_place);

@@ -275,6 +275,51 @@ pl_test_run_backend (const PlGraph *g, PlBackend backend, PlTensor *const *input
   return got;
 }
 
+void
+pl_test_index_out_of_range (PlBackend backend)
+{
+  g_autoptr (PlGraph) g = pl_test_parse ("graph ix opset 17 {\n"
+                                         "  input d: f32[5, 4]\n  input i: i64[3]\n  input j: i32[5, 2]\n"
+                                         "  y = Gather(d, i) {axis=0}\n  z = GatherElements(d, j) {axis=1}\n"
+                                         "  output y, z\n}\n");
+  g_autoptr (GError) error = NULL;
+  PlCompileOptions o;
+  pl_compile_options_init (&o, backend);
+  PlExecutable *e = pl_executable_new (g, &o, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlTensor) d = pl_test_random (PL_DTYPE_F32, 2, (int64_t[]) { 5, 4 }, 3, -1, 1);
+  const double good_i[] = { 4, -5, 0 }, bad_i[] = { 4, 5, 0 }, good_j[] = { 0, 3, -4, -1, 1, 2, 3, 0, -2, 1 };
+  const double bad_j[] = { 0, 3, -4, -1, 1, 2, 3, 0, -5, 1 };
+  for (int round = 0; round < 4; round++)
+    {
+      /* in range, Gather's index out, in range, GatherElements' out */
+      PlTensor *in[] = { d, pl_test_tensor (PL_DTYPE_I64, 1, (int64_t[]) { 3 }, round == 1 ? bad_i : good_i),
+                         pl_test_tensor (PL_DTYPE_I32, 2, (int64_t[]) { 5, 2 }, round == 3 ? bad_j : good_j) };
+      g_clear_error (&error);
+      PlTensor **got = pl_executable_run (e, in, 0, NULL, &error);
+      if (round % 2)
+        {
+          g_assert_error (error, PL_ERROR, PL_ERROR_EXEC);
+          g_assert_nonnull (strstr (error->message, "an index out of range"));
+          g_assert_nonnull (strstr (error->message, round == 1 ? "(Gather)" : "(GatherElements)"));
+          g_assert_null (got);
+        }
+      else
+        {
+          g_assert_no_error (error);
+          PlTensor **want = pl_interp_run (g, in, NULL, &error);
+          g_assert_no_error (error);
+          pl_test_assert_close (got[0], want[0], 0, 0);
+          pl_test_assert_close (got[1], want[1], 0, 0);
+          pl_interp_free_outputs (got, 2);
+          pl_interp_free_outputs (want, 2);
+        }
+      pl_tensor_unref (in[1]);
+      pl_tensor_unref (in[2]);
+    }
+  pl_executable_free (e);
+}
+
 int
 pl_test_backend_fallbacks (const PlGraph *g, const char *spec, PlBackend backend, PlTensor *const *inputs,
                            double rtol, double atol, int *n_kernels)

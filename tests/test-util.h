@@ -148,6 +148,10 @@ void       pl_test_assert_values (const PlTensor *got, const double *want);
  * report is not NULL, the run's report. */
 PlTensor **pl_test_run_backend   (const PlGraph *g, PlBackend backend, PlTensor *const *inputs,
                                   PlRunReport **report);
+/* Gather and GatherElements generated for backend: an index out of range
+ * fails the run as the reference does (naming the kernel), and the same
+ * executable then runs in-range indices right. */
+void       pl_test_index_out_of_range (PlBackend backend);
 /* Runs g on the reference, and its version after the pipeline `spec`
  * compiled for backend, on the same inputs; asserts that the outputs agree
  * within rtol, atol and returns how many of the backend's kernels ran the
