@@ -6,7 +6,9 @@
  * Tile, DepthToSpace and SpaceToDepth whose shape/axes operands are constants, Slice with constant parameters,
  * nearest and linear Resize, Pad (any mode) with constant pads, and Concat
  * of static shapes (they fold in as index functions; constant Pad and
- * Concat as selects, kernels/plan-select.c), and — with
+ * Concat as selects, kernels/plan-select.c), Gather and GatherElements
+ * whose data is not computed in the group (a load at the indices' value),
+ * and — with
  * input_fusion — reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/
  * LogSum/LogSumExp/SumSquare, ArgMax/ArgMin and Softmax/LogSoftmax/Hardmax.
  * Compute-intensive ops, fusion nodes and everything else stay as they are.
@@ -119,6 +121,11 @@ classify (Ctx *c, const PlNode *node)
         if (!node->inputs[i] || !pl_shape_is_static (&node->inputs[i]->shape))
           return FUSE_NONE;
       return FUSE_INDEX;
+    case PL_OP_Gather: case PL_OP_GatherElements:   /* a load at the indices' value (group_ok: of an input) */
+      return node->n_inputs == 2 && node->inputs[0] && node->inputs[1] && pl_shape_is_static (&node->inputs[0]->shape) &&
+             pl_shape_is_static (&node->inputs[1]->shape) &&
+             (node->inputs[1]->dtype == PL_DTYPE_I64 || node->inputs[1]->dtype == PL_DTYPE_I32)
+             ? FUSE_INDEX : FUSE_NONE;
     default:
       break;
     }
@@ -179,6 +186,9 @@ group_ok (Ctx *c, GPtrArray *m)
   for (int i = 0; i < n; i++)
     {
       PlNode *x = m->pdata[i];
+      /* a gather reads its data at computed offsets: data from memory, not computed in the loop */
+      if ((x->op == PL_OP_Gather || x->op == PL_OP_GatherElements) && member (c, x->inputs[0]->producer) >= 0)
+        return false;
       if (cls (c, x) != FUSE_REDUCE)
         continue;
       if (!row)

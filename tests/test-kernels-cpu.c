@@ -658,6 +658,12 @@ test_gather (void)
   g_assert_no_error (error);
   g_autofree char *dump = pl_kernel_plan_dump (p);
   g_assert_nonnull (strstr (dump, " * 4]"));   /* the index times the axis' stride */
+  /* the lookup fuses with the Relu it feeds; a gather's data computed by a
+   * fusible op is not fused with it (the data is read from memory) */
+  g_autofree char *fused = fusion_plan_dump (f, "y");
+  g_assert_nonnull (strstr (fused, "loop (Gather+Relu)"));
+  g_assert_null (pl_graph_find_value (f, "g3")->producer->body);
+  g_assert_cmpint (pl_graph_find_value (f, "g3")->producer->op, ==, PL_OP_Gather);
 }
 
 /* An index out of range fails the run, as on the reference. */

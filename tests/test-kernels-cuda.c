@@ -344,7 +344,7 @@ test_resize_linear (void)
 static void
 test_gather (void)
 {
-  check_unfused_and_fused (PL_TEST_GATHER_GRAPH, 4, 4);
+  check_unfused_and_fused (PL_TEST_GATHER_GRAPH, 6, 5);
 }
 
 /* With a GPU (or the emulator): an index out of range fails the run, read

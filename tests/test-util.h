@@ -110,13 +110,15 @@
   "  output y, a, b, c, d\n}\n"
 
 /* Gather: an embedding lookup (axis 0, 2-D indices, some negative) feeding
- * a Relu, axis 1 with i32 indices, axis -1 with one scalar index. */
+ * a Relu (they fuse), axis 1 with i32 indices, axis -1 with one scalar
+ * index, and a gather from a computed Exp (which stays a kernel apart). */
 #define PL_TEST_GATHER_GRAPH \
   "graph ga opset 13 {\n" \
   "  input emb: f32[10, 6]\n  input x: f32[3, 5, 4]\n" \
   "  const ids: i64[2, 3] = [0, 9, -1, 4, -10, 2]\n  const j: i32[2] = [4, -2]\n  const last: i64[] = -1\n" \
   "  e = Gather(emb, ids)\n  y = Relu(e)\n  g1 = Gather(x, j) {axis=1}\n  g2 = Gather(x, last) {axis=-1}\n" \
-  "  output y, g1, g2\n}\n"
+  "  ex = Exp(x)\n  g3 = Gather(ex, j) {axis=1}\n" \
+  "  output y, g1, g2, g3\n}\n"
 
 /* A new tensor filled from values (row-major; NULL for zeros). */
 PlTensor  *pl_test_tensor        (PlDType dtype, int rank, const int64_t *dims, const double *values);
