@@ -621,11 +621,8 @@ pl_pad_static_constant (const PlNode *node, int64_t *begin, int64_t *end, double
   return pl_pad_static (node, begin, end, fill, &mode) && mode == PL_PAD_CONSTANT;
 }
 
-/* Source index along an axis of size d for padded coordinate i (may be
- * outside [0, d)), or -1 for the constant. reflect mirrors without repeating
- * the edge, like numpy (periodic for pads longer than the axis). */
-static int64_t
-pad_source_index (const char *mode, int64_t i, int64_t d)
+int64_t
+pl_pad_source_index (const char *mode, int64_t i, int64_t d)
 {
   if (i >= 0 && i < d)
     return i;
@@ -675,7 +672,7 @@ eval_pad (const PlNode *node, PlTensor *const *inputs, PlTensor **outputs, GErro
       int64_t n = outputs[0]->dims[k];
       maps[k] = g_new (int64_t, n + 1);
       for (int64_t o = 0; o < n; o++)
-        maps[k][o] = pad_source_index (mode, o - begin[k], x->dims[k]);
+        maps[k][o] = pl_pad_source_index (mode, o - begin[k], x->dims[k]);
       for (int64_t o = 0; o < n && strcmp (mode, "constant") != 0; o++)
         if (maps[k][o] < 0)
           {

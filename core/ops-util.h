@@ -51,6 +51,11 @@ bool      pl_slice_static_window   (const PlNode *node, int64_t *start, int64_t 
  * cropped) and the value. False otherwise. */
 bool      pl_pad_static_constant   (const PlNode *node, int64_t *begin, int64_t *end, double *fill);
 typedef enum { PL_PAD_CONSTANT, PL_PAD_EDGE, PL_PAD_REFLECT, PL_PAD_WRAP } PlPadMode;
+/* The input index that Pad of `mode` ("constant", "edge", "reflect",
+ * "wrap") reads at padded coordinate i (i - begin, may lie outside [0, d))
+ * along an axis of d; -1: the constant. reflect mirrors without repeating
+ * the edge, like numpy (periodic for pads longer than the axis). */
+int64_t   pl_pad_source_index      (const char *mode, int64_t i, int64_t d);
 /* The same for a Pad of any mode: its mode too (*fill only for constant). */
 bool      pl_pad_static            (const PlNode *node, int64_t *begin, int64_t *end, double *fill,
                                     PlPadMode *mode);

@@ -518,9 +518,49 @@ gen_slice (Gen *G, Entry x)
   return pl_rg_node_end (G, pl_rg_node_begin (G, "Slice", n_in, ins), x.bound);
 }
 
+/* Pad in any mode: pads on a few axes, some cropping, some longer than the
+ * axis (reflect and wrap repeat); a nonzero value in constant mode. */
+static bool
+gen_pad (Gen *G, Entry x)
+{
+  static const char *const modes[] = { "constant", "edge", "reflect", "wrap" };
+  Dims d = pl_rg_dims_of (x.v);
+  if (d.rank < 1 || pl_rg_dims_numel (&d) == 0)
+    return false;
+  int64_t pads[2 * PL_MAX_RANK] = { 0 };
+  for (int k = 0; k < d.rank; k++)
+    if (pl_rg_chance (G, 0.6))
+      for (int side = 0; side < 2; side++)
+        pads[side * d.rank + k] = pl_rg_rnd (G, d.d[k] > 1 ? -1 : 0, (int) d.d[k] + 2);
+  const char *mode = modes[pl_rg_rnd (G, 0, 3)];
+  PlValue *ins[3] = { x.v, pl_rg_const_ints (G, pads, 2 * d.rank), NULL };
+  int n_in = 2;
+  if (strcmp (mode, "constant") == 0 && x.v->dtype == PL_DTYPE_F32 && pl_rg_chance (G, 0.5))
+    ins[n_in++] = pl_rg_const_scalar (G, 0.5);
+  PlNode *node = pl_rg_node_begin (G, "Pad", n_in, ins);
+  if (node)
+    pl_node_set_attr_string (node, "mode", mode);
+  return pl_rg_node_end (G, node, MAX (x.bound, 0.5));
+}
+
+/* Tile: each axis repeated 1 to 3 times. */
+static bool
+gen_tile (Gen *G, Entry x)
+{
+  Dims d = pl_rg_dims_of (x.v);
+  if (d.rank < 1 || pl_rg_dims_numel (&d) > 256)
+    return false;
+  int64_t reps[PL_MAX_RANK];
+  for (int k = 0; k < d.rank; k++)
+    reps[k] = pl_rg_chance (G, 0.5) ? 1 : pl_rg_rnd (G, 1, 3);
+  PlValue *ins[2] = { x.v, pl_rg_const_ints (G, reps, d.rank) };
+  return pl_rg_node_end (G, pl_rg_node_begin (G, "Tile", 2, ins), x.bound);
+}
+
 bool
 pl_rg_gen_concat_slice (Gen *G)
 {
   Entry x = pl_rg_pick (G);
-  return pl_rg_chance (G, 0.5) ? gen_concat (G, x) : gen_slice (G, x);
+  int k = pl_rg_rnd (G, 0, 9);
+  return k < 4 ? gen_concat (G, x) : k < 7 ? gen_slice (G, x) : k < 9 ? gen_pad (G, x) : gen_tile (G, x);
 }

@@ -426,40 +426,89 @@ rule_slice (PlGrad *G, const PlNode *n, PlValue *const *dy, const bool *need)
   return !G->error;
 }
 
+/* Pad: in constant mode the adjoint is the opposite Pad, with zeros (a crop
+ * where it padded, zeros where it cropped). In edge, reflect and wrap modes
+ * several outputs read one input element: along each padded axis the
+ * gradient is multiplied by the 0/1 matrix M[out, in] of which input each
+ * output reads, summing them. */
 static bool
 rule_pad (PlGrad *G, const PlNode *n, PlValue *const *dy, const bool *need)
 {
   PlValue *x = n->inputs[0];
-  int64_t dims[PL_MAX_RANK], starts[PL_MAX_RANK], ends[PL_MAX_RANK], axes[PL_MAX_RANK];
-  int r = x->shape.rank, np = 0;
-  g_autofree int64_t *p = NULL;
-  PlTensor *tp = pl_value_constant (n->inputs[1]);
+  int64_t dims[PL_MAX_RANK], begin[PL_MAX_RANK], end[PL_MAX_RANK];
+  int r = x->shape.rank;
+  double fill;
+  PlPadMode mode;
   if (!need[0])
     return true;
   if (!pl_grad_require_static (G, x, dims))
     return false;
-  if (strcmp (pl_node_attr_string (n, "mode", "constant"), "constant") != 0 || !tp ||
-      (n->n_inputs > 3 && n->inputs[3]))
+  if (!pl_pad_static (n, begin, end, &fill, &mode))
     {
-      pl_grad_fail (G, PL_ERROR_UNSUPPORTED, "needs mode=constant and constant pads over every axis");
+      pl_grad_fail (G, PL_ERROR_UNSUPPORTED, "needs constant pads (and axes)");
       return false;
     }
-  p = pl_tensor_to_ints (tp, &np);
-  if (np != 2 * r)
+  if (mode == PL_PAD_CONSTANT)
     {
-      pl_grad_fail (G, PL_ERROR_UNSUPPORTED, "pads has %d entries for rank %d", np, r);
+      int64_t back[2 * PL_MAX_RANK];
+      for (int i = 0; i < r; i++)
+        back[i] = -begin[i], back[r + i] = -end[i];
+      pl_grad_give (G, x, op2 (G, "Pad", dy[0], pl_grad_ints (G, back, 2 * r)));
+      return !G->error;
+    }
+  const char *name = pl_node_attr_string (n, "mode", "constant");
+  PlValue *d = dy[0];
+  for (int k = 0; k < r && !G->error; k++)
+    {
+      if (begin[k] == 0 && end[k] == 0)
+        continue;
+      int64_t out = dims[k] + begin[k] + end[k];
+      g_autoptr (PlTensor) m = pl_tensor_new (d->dtype, 2, (int64_t[]) { out, dims[k] }, &G->error);
+      if (!m)
+        return false;
+      for (int64_t o = 0; o < out; o++)
+        {
+          int64_t i = pl_pad_source_index (name, o - begin[k], dims[k]);
+          pl_tensor_set_f64 (m, o * dims[k] + i, 1);   /* each output reads one input */
+        }
+      int64_t perm[PL_MAX_RANK], inv[PL_MAX_RANK];
+      for (int i = 0, j = 0; i < r; i++)
+        if (i != k)
+          perm[j++] = i;
+      perm[r - 1] = k;
+      for (int i = 0; i < r; i++)
+        inv[perm[i]] = i;
+      PlValue *t = k == r - 1 ? d : pl_grad_transpose (G, d, perm, r);
+      t = op2 (G, "MatMul", t, pl_grad_tensor (G, m));
+      d = k == r - 1 ? t : pl_grad_transpose (G, t, inv, r);
+    }
+  pl_grad_give (G, x, d);
+  return !G->error;
+}
+
+/* Tile: each input element is read once per repeat; with the output seen as
+ * [r0, d0, r1, d1, ...], the sum over the repeats' axes. */
+static bool
+rule_tile (PlGrad *G, const PlNode *n, PlValue *const *dy, const bool *need)
+{
+  PlValue *x = n->inputs[0];
+  int64_t dims[PL_MAX_RANK], split[2 * PL_MAX_RANK], axes[PL_MAX_RANK];
+  int r = x->shape.rank, nr = 0;
+  if (!need[0])
+    return true;
+  if (!pl_grad_require_static (G, x, dims))
+    return false;
+  PlTensor *tr = pl_value_constant (n->inputs[1]);
+  g_autofree int64_t *reps = tr ? pl_tensor_to_ints (tr, &nr) : NULL;
+  if (!reps || nr != r)
+    {
+      pl_grad_fail (G, PL_ERROR_UNSUPPORTED, "needs constant repeats");
       return false;
     }
   for (int i = 0; i < r; i++)
-    {
-      if (p[i] < 0 || p[r + i] < 0)
-        {
-          pl_grad_fail (G, PL_ERROR_UNSUPPORTED, "negative pads (cropping) are not supported");
-          return false;
-        }
-      starts[i] = p[i], ends[i] = p[i] + dims[i], axes[i] = i;
-    }
-  pl_grad_give (G, x, pl_grad_slice (G, dy[0], starts, ends, axes, r));
+    split[2 * i] = reps[i], split[2 * i + 1] = dims[i], axes[i] = 2 * i;
+  PlValue *v = op2 (G, "Reshape", dy[0], pl_grad_ints (G, split, 2 * r));
+  pl_grad_give (G, x, pl_grad_reduce_sum (G, v, axes, r, false));
   return !G->error;
 }
 
@@ -693,6 +742,8 @@ pl_grad_rule (const PlNode *n)
       return rule_slice;
     case PL_OP_Pad:
       return rule_pad;
+    case PL_OP_Tile:
+      return rule_tile;
     case PL_OP_Gather: case PL_OP_GatherElements:
       return rule_gather;
     case PL_OP_ReduceSum: case PL_OP_ReduceMean: case PL_OP_ReduceMax: case PL_OP_ReduceMin:

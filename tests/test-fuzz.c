@@ -141,8 +141,9 @@ is_reduce (const PlNode *n)
   return n->op >= PL_OP_ReduceSum && n->op <= PL_OP_ReduceSumSquare;
 }
 
-/* Over many seeds, every op the generator knows appears, and so do the
- * reshape-sinking patterns reduce(reshape(x)) and reshape(f(reshape(x), y)). */
+/* Over many seeds, every op the generator knows appears (Pad in each mode,
+ * Slice with negative steps), and so do the reshape-sinking patterns
+ * reduce(reshape(x)) and reshape(f(reshape(x), y)). */
 static void
 test_generator_coverage (void)
 {
@@ -152,7 +153,10 @@ test_generator_coverage (void)
     PL_OP_Reshape, PL_OP_Transpose, PL_OP_Expand, PL_OP_Squeeze, PL_OP_Unsqueeze, PL_OP_Flatten,
     PL_OP_ReduceSum, PL_OP_ReduceMean, PL_OP_ReduceMax, PL_OP_ReduceMin, PL_OP_Softmax,
     PL_OP_LogSoftmax, PL_OP_LayerNormalization, PL_OP_MatMul, PL_OP_Gemm, PL_OP_Concat, PL_OP_Slice,
+    PL_OP_Pad, PL_OP_Tile,
   };
+  static const char *const pad_modes[] = { "constant", "edge", "reflect", "wrap" };
+  int pads[4] = { 0 }, negative_steps = 0;
   gboolean seen[PL_OP_COUNT] = { FALSE };
   int reduce_reshape = 0, reshape_sandwich = 0, scalar_broadcast = 0, rank_broadcast = 0, keepdims0 = 0;
   for (guint32 seed = 1; seed <= 200; seed++)
@@ -165,6 +169,14 @@ test_generator_coverage (void)
         {
           const PlNode *n = g->nodes->pdata[i];
           seen[n->op] = TRUE;
+          for (int m = 0; m < 4; m++)
+            pads[m] += n->op == PL_OP_Pad && strcmp (pl_node_attr_string (n, "mode", "constant"), pad_modes[m]) == 0;
+          if (n->op == PL_OP_Slice && n->n_inputs > 4 && pl_value_constant (n->inputs[4]))
+            {
+              const PlTensor *st = pl_value_constant (n->inputs[4]);
+              for (int64_t k = 0; k < st->numel; k++)
+                negative_steps += pl_tensor_get_i64 (st, k) < 0;
+            }
           if (is_reduce (n) && produced_by (n->inputs[0], PL_OP_Reshape))
             reduce_reshape++;
           if (is_reduce (n) && pl_node_attr_int (n, "keepdims", 1) == 0)
@@ -194,6 +206,9 @@ test_generator_coverage (void)
   g_assert_cmpint (scalar_broadcast, >=, 20);
   g_assert_cmpint (rank_broadcast, >=, 20);
   g_assert_cmpint (keepdims0, >=, 20);
+  for (int m = 0; m < 4; m++)
+    g_assert_cmpint (pads[m], >=, 5);
+  g_assert_cmpint (negative_steps, >=, 5);
 }
 
 static void

@@ -345,6 +345,30 @@ test_slice_pad_split (void)
               "y", "f64[2, 3]", "a");
 }
 
+/* Pad in every mode (reflect, edge and wrap: outputs sharing an input
+ * element add up; pads longer than the axis; a constant Pad that crops one
+ * side), and Tile. */
+static void
+test_pad_modes_tile (void)
+{
+  CHECK_BODY ("  const a: f64[3, 4] = random(seed=2)\n"
+              "  const p: i64[4] = [1, 2, 2, 3]\n"
+              "  const long: i64[4] = [4, 0, 0, 6]\n"
+              "  const crop: i64[4] = [-1, 2, 1, -1]\n"
+              "  const reps: i64[2] = [2, 3]\n"
+              "  r: f64[6, 9] = Pad(a, p) {mode=\"reflect\"}\n"
+              "  e: f64[6, 9] = Pad(a, p) {mode=\"edge\"}\n"
+              "  w: f64[6, 9] = Pad(a, p) {mode=\"wrap\"}\n"
+              "  rl: f64[7, 10] = Pad(a, long) {mode=\"reflect\"}\n"
+              "  c: f64[3, 5] = Pad(a, crop)\n"
+              "  t: f64[6, 12] = Tile(a, reps)\n"
+              "  re = Mul(r, e)\n  rew = Add(re, w)\n"
+              "  s1 = ReduceSum(rew) {keepdims=0}\n  s2 = ReduceSumSquare(rl) {keepdims=0}\n"
+              "  s3 = ReduceSumSquare(c) {keepdims=0}\n  s4 = ReduceSumSquare(t) {keepdims=0}\n"
+              "  s12 = Add(s1, s2)\n  s34 = Add(s3, s4)\n  y = Add(s12, s34)\n",
+              "y", "f64[]", "a");
+}
+
 static void
 test_gather_where (void)
 {
@@ -999,6 +1023,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/PassGrad/cast", test_cast);
   g_test_add_func ("/Passlab/PassGrad/shape-ops", test_shape_ops);
   g_test_add_func ("/Passlab/PassGrad/slice-pad-split", test_slice_pad_split);
+  g_test_add_func ("/Passlab/PassGrad/pad-modes-tile", test_pad_modes_tile);
   g_test_add_func ("/Passlab/PassGrad/gather-where", test_gather_where);
   g_test_add_func ("/Passlab/PassGrad/reductions", test_reductions);
   g_test_add_func ("/Passlab/PassGrad/softmax", test_softmax);
