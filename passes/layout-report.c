@@ -85,8 +85,10 @@ pl_lp_report_table (PlPassReport *report, const Model *M, const PlLsSolution *s,
    * set against the memcpy ceiling: a depthwise conv far from the peak may
    * be at the memory's limit */
   double peak = pools ? 0 : pl_calibration_fma_peak (cal) * 1e6;   /* FLOPs per ms */
+  /* two spaces between the text columns: a name or shape wider than its
+   * column still leaves a gap that tells the columns apart */
   GString *head = g_string_new (NULL);
-  g_string_append_printf (head, "%-16s %-28s %-12s %9s", pools ? "pool" : "conv", "shape", "plan", "ms");
+  g_string_append_printf (head, "%-16s  %-28s  %-12s %9s", pools ? "pool" : "conv", "shape", "plan", "ms");
   if (peak > 0)
     g_string_append (head, "  peak");
   g_string_append (head, "   GB/s");
@@ -110,7 +112,7 @@ pl_lp_report_table (PlPassReport *report, const Model *M, const PlLsSolution *s,
       g_autofree char *plan = pools ? g_strdup (pl_layout_name (pn->layout[c]))
                                     : g_strdup_printf ("%s %s", pl_layout_name (pn->layout[c]), impl_name (pn->impl[c]));
       GString *line = g_string_new (NULL);
-      g_string_append_printf (line, "%-16s %-28s %-12s %9.4f", pn->node->name, shape, plan, pn->cost[c].ms);
+      g_string_append_printf (line, "%-16s  %-28s  %-12s %9.4f", pn->node->name, shape, plan, pn->cost[c].ms);
       if (peak > 0)
         g_string_append_printf (line, " %4.0f%%", 100.0 * (double) pl_node_flops (pn->node, 1, NULL) / pn->cost[c].ms / peak);
       g_string_append_printf (line, " %6.1f", (double) pl_node_bytes (pn->node, 1, NULL) / pn->cost[c].ms / 1e6);

@@ -238,13 +238,16 @@ test_scene (void)
 
 /* A report as the layout pass writes it: lines, a table in printf widths
  * (where a value wider than its column leaves one space before the next:
- * conv2's shape, conv3's NHWC time), totals. */
+ * conv2's shape, conv3's NHWC time; or two, between text columns: the last
+ * row), totals. */
 static const char *const cost_report =
   "search: frontier DP, 250 states, optimal\n"
   "conv             shape                        plan                ms      NCHW      NHWC      CHWN  source\n"
   "conv1            1x16x14x14 -> 16 k3x3 p1     NHWC direct     0.1200    0.2100    0.1200    0.3000  measured\n"
   "conv2            1x16x14x14 -> 16 k3x3 s2 p1 d2 CHWN gemm       0.1500    0.1800    0.1600    0.1500  analytic\n"
   "conv3            1x16x14x14 -> 16 k1x1        NCHW gemm       0.0500    0.0500 1234.1500         -  table\n"
+  "/features/features.4/conv/conv.3/Conv  1x96x112x112 -> 96 k3x3 s2 p1 g96  NHWC direct     0.1914    0.5548    0.1914"
+  "    0.4382  measured\n"
   "predicted total 0.3100 ms (convs 0.2700 + transforms 0.0400 + pointwise 0.0000)\n"
   "best single layout: NHWC 0.3300 ms (NCHW 0.4000, NHWC 0.3300, CHWN 0.5000): plan/best = 0.939\n";
 
@@ -258,7 +261,7 @@ test_report_parse (void)
   g_assert_cmpstr (head->text, ==, "search: frontier DP, 250 states, optimal");
   g_assert_nonnull (t->cells);
   g_assert_true (t->heading);
-  g_assert_cmpint (t->n_rows, ==, 4);
+  g_assert_cmpint (t->n_rows, ==, 5);
   g_assert_cmpint (t->n_cols, ==, 8);
   g_assert_cmpstr (t->cells[0][3], ==, "ms");
   g_assert_cmpstr (t->cells[1][0], ==, "conv1");
@@ -274,6 +277,12 @@ test_report_parse (void)
   g_assert_cmpstr (pl_report_block_cell (t, 3, "CHWN"), ==, "-");
   g_assert_cmpstr (pl_report_block_cell (t, 3, "source"), ==, "table");
   g_assert_null (pl_report_block_cell (t, 1, "nothing"));
+  /* A name and a shape both wider than their columns, each followed by the
+   * two spaces the layout pass writes between text columns. */
+  g_assert_cmpstr (t->cells[4][0], ==, "/features/features.4/conv/conv.3/Conv");
+  g_assert_cmpstr (pl_report_block_cell (t, 4, "shape"), ==, "1x96x112x112 -> 96 k3x3 s2 p1 g96");
+  g_assert_cmpstr (pl_report_block_cell (t, 4, "plan"), ==, "NHWC direct");
+  g_assert_cmpstr (pl_report_block_cell (t, 4, "NHWC"), ==, "0.1914");
   g_assert_null (tail->cells);
   g_assert_true (g_str_has_prefix (tail->text, "predicted total 0.3100 ms"));
   g_assert_nonnull (strstr (tail->text, "\nbest single layout: NHWC"));
@@ -386,7 +395,7 @@ test_report_table (void)
   pl_inspector_show (insp, g, NULL, &step, 1);
   g_assert_cmpint (count_class (GTK_WIDGET (insp), "report-table"), ==, 1);
   g_assert_cmpint (count_class (GTK_WIDGET (insp), "report-heading"), ==, 8);
-  g_assert_cmpint (count_class (GTK_WIDGET (insp), "report-chosen"), ==, 3);
+  g_assert_cmpint (count_class (GTK_WIDGET (insp), "report-chosen"), ==, 4);   /* one per row */
   g_autofree char *text = pl_test_ui_widget_text (insp);
   assert_contains (text, "Step 1 · layout");
   assert_contains (text, "1x16x14x14 -> 16 k3x3 s2 p1 d2");
