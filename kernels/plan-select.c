@@ -3,7 +3,7 @@
  * constant mode, the pad value) and Trilu (the input or zero); linear
  * Resize, a weighted sum of the neighbours its coordinates pick; and
  * Gather and GatherElements, whose element the indices' value picks along
- * its axis. The
+ * its axis; OneHot, on where the coordinate equals the index. The
  * coordinates' values are loads of slot PL_SLOT_INDEX, compared as i64;
  * every candidate is computed and a select keeps one (the generators emit
  * straight-line code), so every read must be in bounds wherever it is not
@@ -215,6 +215,17 @@ pl_lower_resize_linear (PlLower *L, const PlNode *node, const PlValue *v, const 
  * index times the axis' stride. A negative index counts from the end; one
  * out of range, which the reference refuses, is clamped into the axis so
  * the kernel never reads outside data. */
+/* An index value k (i64 or i32) into an axis of n as i64, a negative one
+ * counted from the end. */
+static int
+from_end (PlLower *L, int k, PlDType dtype, int64_t n)
+{
+  if (dtype != PL_DTYPE_I64)
+    k = pl_lower_cast (L, k, PL_DTYPE_I64);
+  return pl_lower_select (L, pl_lower_binary (L, PL_SOP_LT, k, pl_lower_const (L, PL_DTYPE_I64, 0)),
+                          pl_lower_binary (L, PL_SOP_ADD, k, pl_lower_const (L, PL_DTYPE_I64, (double) n)), k);
+}
+
 /* An index value k (i64 or i32) into an axis of n: as i64, negative counted
  * from the end. One outside [-n, n), which the reference refuses, sets the
  * kernel's status word (PL_SOP_CHECK: the run then fails, as the
@@ -222,14 +233,10 @@ pl_lower_resize_linear (PlLower *L, const PlNode *node, const PlValue *v, const 
 static int
 normalized_index (PlLower *L, int k, PlDType dtype, int64_t n)
 {
-  if (dtype != PL_DTYPE_I64)
-    k = pl_lower_cast (L, k, PL_DTYPE_I64);
-  int zero = pl_lower_const (L, PL_DTYPE_I64, 0);
-  int bad = pl_lower_binary (L, PL_SOP_OR, pl_lower_binary (L, PL_SOP_LT, k, pl_lower_const (L, PL_DTYPE_I64, (double) -n)),
+  k = from_end (L, k, dtype, n);
+  int bad = pl_lower_binary (L, PL_SOP_OR, pl_lower_binary (L, PL_SOP_LT, k, pl_lower_const (L, PL_DTYPE_I64, 0)),
                              pl_lower_binary (L, PL_SOP_GE, k, pl_lower_const (L, PL_DTYPE_I64, (double) n)));
-  k = pl_lower_select (L, pl_lower_binary (L, PL_SOP_LT, k, zero),
-                       pl_lower_binary (L, PL_SOP_ADD, k, pl_lower_const (L, PL_DTYPE_I64, (double) n)), k);
-  return pl_lower_select (L, pl_lower_unary (L, PL_SOP_CHECK, bad), zero, k);
+  return pl_lower_select (L, pl_lower_unary (L, PL_SOP_CHECK, bad), pl_lower_const (L, PL_DTYPE_I64, 0), k);
 }
 
 int
@@ -281,4 +288,30 @@ pl_lower_gather_elements (PlLower *L, const PlNode *node, const PlValue *v, cons
   for (int j = 0; j < r; j++)
     di[j] = j == a ? pl_idx_const (L->arena, 0) : idx[j];
   return pl_lower_gather_load (L, pl_lower_slot (L, data), data->dtype, pl_lower_offset (L, data, di), k, stride);
+}
+
+/* OneHot: the on value where the coordinate along the new axis equals the
+ * index at the others (negative counted from depth), else the off value;
+ * an index outside [-depth, depth) equals no coordinate: all off. Integer
+ * indices, constant depth and values. */
+int
+pl_lower_onehot (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
+{
+  PlValue *ind = node->inputs[0];
+  PlTensor *dt = node->inputs[1] ? pl_value_constant (node->inputs[1]) : NULL;
+  PlTensor *vt = node->inputs[2] ? pl_value_constant (node->inputs[2]) : NULL;
+  if ((ind->dtype != PL_DTYPE_I64 && ind->dtype != PL_DTYPE_I32) || !dt || dt->numel != 1 || !vt || vt->numel != 2)
+    return pl_lower_fail (L, "%s: not integer indices with a constant depth and values", node->name);
+  int r = v->shape.rank, a;
+  if (!pl_normalize_axis (pl_node_attr_int (node, "axis", -1), r, &a, NULL))
+    return pl_lower_fail (L, "%s: bad axis", node->name);
+  int64_t depth = v->shape.dims[a].size;
+  const PlIdx *ii[PL_MAX_RANK];
+  for (int j = 0, k = 0; j < r; j++)
+    if (j != a)
+      ii[k++] = idx[j];
+  int k = from_end (L, pl_lower_value (L, ind, ii), ind->dtype, depth);
+  int hit = pl_lower_binary (L, PL_SOP_EQ, k, pl_lower_index_value (L, idx[a]));
+  return pl_lower_select (L, hit, pl_lower_const (L, v->dtype, pl_tensor_get_f64 (vt, 1)),
+                          pl_lower_const (L, v->dtype, pl_tensor_get_f64 (vt, 0)));
 }

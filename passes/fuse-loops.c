@@ -121,6 +121,11 @@ classify (Ctx *c, const PlNode *node)
         if (!node->inputs[i] || !pl_shape_is_static (&node->inputs[i]->shape))
           return FUSE_NONE;
       return FUSE_INDEX;
+    case PL_OP_OneHot:   /* a select on the index: values and depth constants (else not one loop) */
+      return node->n_inputs == 3 && node->inputs[0] && pl_shape_is_static (&node->inputs[0]->shape) &&
+             node->inputs[1] && pl_value_constant (node->inputs[1]) && node->inputs[2] &&
+             pl_value_constant (node->inputs[2])
+             ? FUSE_INDEX : FUSE_NONE;
     case PL_OP_Gather: case PL_OP_GatherElements:   /* a load at the indices' value (group_ok: of an input) */
       return node->n_inputs == 2 && node->inputs[0] && node->inputs[1] && pl_shape_is_static (&node->inputs[0]->shape) &&
              pl_shape_is_static (&node->inputs[1]->shape) &&

@@ -601,6 +601,19 @@ test_space_depth_tile (void)
   g_assert_nonnull (strstr (dump2, "loop (DepthToSpace+SpaceToDepth)"));
 }
 
+/* OneHot is a select on the index (generated, fused with what feeds its
+ * indices and what reads it). */
+static void
+test_onehot (void)
+{
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_ONEHOT_GRAPH, 26, 0, &rf);
+  g_autofree char *d1 = fusion_plan_dump (f, "r");
+  g_assert_nonnull (strstr (d1, "loop (OneHot+Relu)"));
+  g_autofree char *d2 = fusion_plan_dump (f, "o2");
+  g_assert_nonnull (strstr (d2, "loop (Add+OneHot)"));
+}
+
 /* The mirrored index: itself inside; compares for one mirror a side; the
  * periodic form (mod 2 (n - 1)) for pads longer than the axis. */
 static void
@@ -1443,6 +1456,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/pad-modes", test_pad_modes);
   g_test_add_func ("/Passlab/KernelsCpu/gather-out-of-range", test_gather_out_of_range);
   g_test_add_func ("/Passlab/KernelsCpu/space-depth-tile", test_space_depth_tile);
+  g_test_add_func ("/Passlab/KernelsCpu/onehot", test_onehot);
   g_test_add_func ("/Passlab/KernelsCpu/index-reflect", test_index_reflect);
   g_test_add_func ("/Passlab/KernelsCpu/resize-nearest", test_resize_nearest);
   g_test_add_func ("/Passlab/KernelsCpu/resize-linear", test_resize_linear);

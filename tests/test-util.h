@@ -47,6 +47,17 @@
   "  tl = Tile(t, rep)\n  ge = GatherElements(d, ix) {axis=1}\n" \
   "  output y, z, tl, ge\n}\n"
 
+/* OneHot along the last axis (negative and out-of-range indices) feeding a
+ * Relu, and along the first with i32 indices computed by an Add. */
+#define PL_TEST_ONEHOT_GRAPH \
+  "graph oh opset 13 {\n" \
+  "  input j: i32[4]\n" \
+  "  const ids: i64[2, 3] = [0, 5, -1, 2, -6, 9]\n  const depth: i64[] = 5\n" \
+  "  const vals: f32[2] = [-1, 3]\n  const one: i32[] = 1\n" \
+  "  o1 = OneHot(ids, depth, vals)\n  r = Relu(o1)\n" \
+  "  j1 = Add(j, one)\n  o2 = OneHot(j1, depth, vals) {axis=0}\n" \
+  "  output r, o2\n}\n"
+
 /* Concats along an outer, the middle and the last axis, one between an
  * Exp and a Relu. */
 #define PL_TEST_CONCAT_GRAPH \
