@@ -108,8 +108,13 @@ pl_window_set_banner (PlWindow *self, const char *message, gboolean is_error)
       g_debug ("%s", message);
     }
   gtk_label_set_text (self->banner_label, message);
-  /* Parse errors quote the line with a caret under the column: keep it aligned. */
-  if (strchr (message, '\n'))
+  /* Parse errors quote the line with a caret under the column: keep it
+   * aligned, in monospace and unwrapped. (Wrapped, such a label also made
+   * GTK 4.8 measure the banner's height for a width inconsistently now and
+   * then: a critical warning.) */
+  bool preformatted = strchr (message, '\n') != NULL;
+  gtk_label_set_wrap (self->banner_label, !preformatted);
+  if (preformatted)
     gtk_widget_add_css_class (GTK_WIDGET (self->banner_label), "monospace");
   else
     gtk_widget_remove_css_class (GTK_WIDGET (self->banner_label), "monospace");
