@@ -498,6 +498,29 @@ mark_copy (PlExecutable *e, int entry, int dir)
   en->note = g_strdup_printf (dir == COPY_OUT ? "copy %s device -> host" : "copy %s host -> device", hb);
 }
 
+/* A Split into parts of different sizes is no one loop (its outputs differ
+ * in shape), but each part is: a kernel per output, under one table row.
+ * NULL when some part cannot be planned (the node then falls back). */
+static GPtrArray *
+plan_split_parts (PlExecutable *e, PlNode *node)
+{
+  GPtrArray *plans = g_ptr_array_new_with_free_func ((GDestroyNotify) pl_kernel_plan_free);
+  for (int i = 0; i < node->n_outputs; i++)
+    {
+      if (!node->outputs[i])
+        continue;
+      g_autofree char *name = c_name ((int) (e->plans->len + plans->len), node->outputs[i]->name);
+      PlKernelPlan *p = pl_kernel_plan_new (name, &node, 1, &node->outputs[i], 1, NULL, NULL);
+      if (!p)
+        {
+          g_ptr_array_unref (plans);
+          return NULL;
+        }
+      g_ptr_array_add (plans, p);
+    }
+  return plans;
+}
+
 static bool
 build_node (PlExecutable *e, PlNode *node, GError **error)
 {
@@ -539,6 +562,24 @@ build_node (PlExecutable *e, PlNode *node, GError **error)
       g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "%s is not executable", d);
       pl_kernel_plan_free (p);
       return false;
+    }
+  g_autoptr (GPtrArray) parts = p && p->kind == PL_PLAN_FALLBACK && node->op == PL_OP_Split && !node->body
+                                 ? plan_split_parts (e, node) : NULL;
+  if (parts)
+    {
+      int entry = add_entry (e, node);
+      pl_kernel_plan_free (p);
+      Entry *en = &g_array_index (e->entries, Entry, entry);
+      en->note = g_strdup_printf ("a kernel per part (parts of different sizes): %u launches", parts->len);
+      bool ok = true;
+      while (ok && parts->len > 0)   /* add_step owns each plan it is given */
+        ok = add_step (e, g_ptr_array_steal_index (parts, 0), entry, node, error);
+      finish_entry (e, entry);
+      en = &g_array_index (e->entries, Entry, entry);
+      g_free (en->ops);
+      en->ops = g_strdup ("Split");
+      en->n_ops = 1;
+      return ok;
     }
   int entry = add_entry (e, node);
   bool ok = p ? add_step (e, p, entry, node, error) : split_fusion (e, node, entry, local->message, error);

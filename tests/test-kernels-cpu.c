@@ -525,6 +525,19 @@ test_slice_split (void)
   g_assert_nonnull (strstr (nd, "in0[(7 * (3 - c0) + (6 - c1))]"));
 }
 
+/* A Split into parts of different sizes runs a generated kernel per part,
+ * one row of the kernel table. */
+static void
+test_split_parts (void)
+{
+  g_autoptr (PlGraph) g = pl_test_parse (PL_TEST_SPLIT_PARTS_GRAPH);
+  g_autoptr (PlRunReport) r = check_graph (g, 27, 0, 0);
+  g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
+  g_assert_cmpint (r->n_kernels, ==, 2);
+  g_assert_cmpint (r->kernels[0].n_launches, ==, 2);
+  g_assert_cmpint (r->kernels[1].n_launches, ==, 3);
+}
+
 /* Concat is generated (a select among its inputs on the axis coordinate) and
  * fuses with the ops around it. */
 static void
@@ -1457,6 +1470,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/gather-out-of-range", test_gather_out_of_range);
   g_test_add_func ("/Passlab/KernelsCpu/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCpu/onehot", test_onehot);
+  g_test_add_func ("/Passlab/KernelsCpu/split-parts", test_split_parts);
   g_test_add_func ("/Passlab/KernelsCpu/index-reflect", test_index_reflect);
   g_test_add_func ("/Passlab/KernelsCpu/resize-nearest", test_resize_nearest);
   g_test_add_func ("/Passlab/KernelsCpu/resize-linear", test_resize_linear);

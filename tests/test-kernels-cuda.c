@@ -326,6 +326,13 @@ test_space_depth_tile (void)
   check_unfused_and_fused (PL_TEST_SPACE_DEPTH_GRAPH, 7, 4);
 }
 
+/* A Split into parts of different sizes: a kernel per part. */
+static void
+test_split_parts (void)
+{
+  check_unfused_and_fused (PL_TEST_SPLIT_PARTS_GRAPH, 5, 5);
+}
+
 /* OneHot, alone and fused. */
 static void
 test_onehot (void)
@@ -496,6 +503,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/pad-modes", test_pad_modes);
   g_test_add_func ("/Passlab/KernelsCuda/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCuda/onehot", test_onehot);
+  g_test_add_func ("/Passlab/KernelsCuda/split-parts", test_split_parts);
   g_test_add_func ("/Passlab/KernelsCuda/gather", test_gather);
   g_test_add_func ("/Passlab/KernelsCuda/gather-out-of-range", test_gather_out_of_range);
   g_test_add_func ("/Passlab/KernelsCuda/library", test_library);

@@ -58,6 +58,15 @@
   "  j1 = Add(j, one)\n  o2 = OneHot(j1, depth, vals) {axis=0}\n" \
   "  output r, o2\n}\n"
 
+/* Split into parts of different sizes (a kernel per part), along the last
+ * axis by a constant split and along the first in three. */
+#define PL_TEST_SPLIT_PARTS_GRAPH \
+  "graph sp opset 13 {\n" \
+  "  input x: f32[6, 7]\n" \
+  "  const s: i64[2] = [2, 5]\n  const s3: i64[3] = [1, 4, 1]\n" \
+  "  a, b = Split(x, s) {axis=1}\n  c, d, f = Split(x, s3) {axis=0}\n" \
+  "  output a, b, c, d, f\n}\n"
+
 /* Concats along an outer, the middle and the last axis, one between an
  * Exp and a Relu. */
 #define PL_TEST_CONCAT_GRAPH \
