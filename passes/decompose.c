@@ -9,6 +9,7 @@
  *                 scale/B/mean/var when those are constants, else Sub, Div Sqrt, Mul,
  *                 Add of [C, 1, ..] vectors (Unsqueeze)
  *   InstanceNorm  the LayerNorm chain over the spatial axes, per-channel Mul, Add
+ *   MeanVarianceNormalization  the same chain over its axes, the epsilon (1e-9) after the root
  *   HardSigmoid, HardSwish, Softplus, Mish, Elu, Selu, Celu      their formulas
  *   ReduceL1/L2/SumSquare/LogSum/LogSumExp                     Abs/Mul, ReduceSum, ...
  *
@@ -326,6 +327,32 @@ expand_instance_norm (B *b, const PlNode *n)
   return b_op (b, "Add", "bias", y, channel_param (b, n->inputs[2], rank, "bias_c"));
 }
 
+/* MeanVarianceNormalization: (x - mean) / (std + 1e-9) over `axes` (default
+ * [0, 2, 3]), the epsilon after the root as in ONNX's function body. */
+static PlValue *
+expand_mvn (B *b, const PlNode *n)
+{
+  static const int64_t default_axes[] = { 0, 2, 3 };
+  PlValue *x = data_input (b, true);
+  if (!x)
+    return NULL;
+  const int64_t *v = NULL;
+  int count = 0;
+  if (!pl_node_attr_ints (n, "axes", &v, &count))
+    v = default_axes, count = G_N_ELEMENTS (default_axes);
+  if (count < 1 || count > PL_MAX_RANK)
+    return refuse (b, "no axes, or too many");
+  Axes ax = { .n = count };
+  memcpy (ax.v, v, sizeof (int64_t) * count);
+  PlValue *mean = b_reduce (b, "ReduceMean", "mean", x, &ax, true);
+  PlValue *d = b_op (b, "Sub", "sub", x, mean);
+  PlValue *d2 = b_op (b, "Mul", "square", d, d);
+  PlValue *var = b_reduce (b, "ReduceMean", "var", d2, &ax, true);
+  PlValue *sd = b_op (b, "Sqrt", "sqrt", var, NULL);
+  PlValue *se = b_op (b, "Add", "add_eps", sd, b_scalar (b, "eps", 1e-9));
+  return b_op (b, "Div", "div", d, se);
+}
+
 /* Inference BatchNormalization. With constant parameters the per-channel
  * factor scale / sqrt(var + eps) and offset B - mean * factor are folded into
  * two constants (what exporters do); otherwise the chain is spelled out. */
@@ -551,6 +578,7 @@ static const struct {
   { PL_OP_Gelu, expand_gelu },
   { PL_OP_BatchNormalization, expand_batch_norm },
   { PL_OP_InstanceNormalization, expand_instance_norm },
+  { PL_OP_MeanVarianceNormalization, expand_mvn },
   { PL_OP_HardSigmoid, expand_hard_sigmoid },
   { PL_OP_HardSwish, expand_hard_swish },
   { PL_OP_Softplus, expand_softplus },

@@ -323,6 +323,28 @@ test_instance_norm (void)
   assert_const_ints (node (s->graph, "y/bias_c")->inputs[1], PL_DIMS (1, 2), 2);
 }
 
+/* MVN over its default axes [0, 2, 3] (opset 17: the axes are ReduceMean's
+ * attribute) and over [1] (opset 18: an input); checked against the
+ * reference, whose epsilon is added after the root. */
+static void
+test_mvn (void)
+{
+  g_autoptr (PlHistory) h = decompose ("graph g opset 17 {\n"
+                                       "  input x: f32[2, 3, 4, 5]\n"
+                                       "  y = MeanVarianceNormalization(x)\n"
+                                       "  output y\n"
+                                       "}\n", NULL);
+  PlStep *s = last_step (h);
+  assert_ops (s->graph, "Add:1 Div:1 Mul:1 ReduceMean:2 Sqrt:1 Sub:1");
+  assert_ints_attr (node (s->graph, "y/mean"), "axes", PL_DIMS (0, 2, 3), 3);
+  g_autoptr (PlHistory) h2 = decompose ("graph g opset 18 {\n"
+                                        "  input x: f32[2, 3, 4]\n"
+                                        "  y = MeanVarianceNormalization(x) {axes=[1]}\n"
+                                        "  output y\n"
+                                        "}\n", NULL);
+  assert_ops (last_step (h2)->graph, "Add:1 Div:1 Mul:1 ReduceMean:2 Sqrt:1 Sub:1");
+}
+
 /* --- activations ----------------------------------------------------------------------- */
 
 typedef struct {
@@ -601,6 +623,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/PassDecompose/batch-norm-inputs", test_batch_norm_inputs);
   g_test_add_func ("/Passlab/PassDecompose/batch-norm-2d-and-training", test_batch_norm_2d_and_training);
   g_test_add_func ("/Passlab/PassDecompose/instance-norm", test_instance_norm);
+  g_test_add_func ("/Passlab/PassDecompose/mvn", test_mvn);
   g_test_add_func ("/Passlab/PassDecompose/activations", test_activations);
   g_test_add_func ("/Passlab/PassDecompose/reductions", test_reductions);
   g_test_add_func ("/Passlab/PassDecompose/reduction-axes-input", test_reduction_axes_input);
