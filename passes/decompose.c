@@ -280,15 +280,25 @@ expand_softmax (B *b, const PlNode *n)
 }
 
 /* (x - mean) / sqrt(var + eps) over axes, the part the normalizations share. */
+/* (x - mean) / sqrt (var + eps) over ax; or, eps_after_root, / (sqrt (var) + eps). */
 static PlValue *
-normalize (B *b, PlValue *x, const Axes *ax, double eps)
+normalize (B *b, PlValue *x, const Axes *ax, double eps, bool eps_after_root)
 {
   PlValue *mean = b_reduce (b, "ReduceMean", "mean", x, ax, true);
   PlValue *d = b_op (b, "Sub", "sub", x, mean);
   PlValue *d2 = b_op (b, "Mul", "square", d, d);
   PlValue *var = b_reduce (b, "ReduceMean", "var", d2, ax, true);
-  PlValue *ve = b_op (b, "Add", "add_eps", var, b_scalar (b, "eps", eps));
-  PlValue *sd = b_op (b, "Sqrt", "sqrt", ve, NULL);
+  PlValue *sd;
+  if (eps_after_root)
+    {
+      PlValue *root = b_op (b, "Sqrt", "sqrt", var, NULL);
+      sd = b_op (b, "Add", "add_eps", root, b_scalar (b, "eps", eps));
+    }
+  else
+    {
+      PlValue *ve = b_op (b, "Add", "add_eps", var, b_scalar (b, "eps", eps));
+      sd = b_op (b, "Sqrt", "sqrt", ve, NULL);
+    }
   return b_op (b, "Div", "div", d, sd);
 }
 
@@ -303,7 +313,7 @@ expand_layer_norm (B *b, const PlNode *n)
   if (!x || !check_params (b, n, 1, 2, true)
       || !trailing_axes (b, pl_node_attr_int (n, "axis", -1), x->shape.rank, &ax))
     return NULL;
-  PlValue *y = normalize (b, x, &ax, pl_node_attr_float (n, "epsilon", 1e-5f));
+  PlValue *y = normalize (b, x, &ax, pl_node_attr_float (n, "epsilon", 1e-5f), false);
   y = b_op (b, "Mul", "scale", y, n->inputs[1]);
   if (n->n_inputs > 2 && n->inputs[2])
     y = b_op (b, "Add", "bias", y, n->inputs[2]);
@@ -322,7 +332,7 @@ expand_instance_norm (B *b, const PlNode *n)
   Axes ax;
   if (!trailing_axes (b, 2, rank, &ax))
     return NULL;
-  PlValue *y = normalize (b, x, &ax, pl_node_attr_float (n, "epsilon", 1e-5f));
+  PlValue *y = normalize (b, x, &ax, pl_node_attr_float (n, "epsilon", 1e-5f), false);
   y = b_op (b, "Mul", "scale", y, channel_param (b, n->inputs[1], rank, "scale_c"));
   return b_op (b, "Add", "bias", y, channel_param (b, n->inputs[2], rank, "bias_c"));
 }
@@ -344,13 +354,7 @@ expand_mvn (B *b, const PlNode *n)
     return refuse (b, "no axes, or too many");
   Axes ax = { .n = count };
   memcpy (ax.v, v, sizeof (int64_t) * count);
-  PlValue *mean = b_reduce (b, "ReduceMean", "mean", x, &ax, true);
-  PlValue *d = b_op (b, "Sub", "sub", x, mean);
-  PlValue *d2 = b_op (b, "Mul", "square", d, d);
-  PlValue *var = b_reduce (b, "ReduceMean", "var", d2, &ax, true);
-  PlValue *sd = b_op (b, "Sqrt", "sqrt", var, NULL);
-  PlValue *se = b_op (b, "Add", "add_eps", sd, b_scalar (b, "eps", 1e-9));
-  return b_op (b, "Div", "div", d, se);
+  return normalize (b, x, &ax, 1e-9, true);
 }
 
 /* Inference BatchNormalization. With constant parameters the per-channel
