@@ -209,12 +209,6 @@ pl_lower_resize_linear (PlLower *L, const PlNode *node, const PlValue *v, const 
   return sum;
 }
 
-/* Gather: output coordinates (before, j..., after) read data at (before,
- * indices[j...], after), the index a loaded value: data must be in memory
- * (an input of the kernel, in the default layout) and the load adds the
- * index times the axis' stride. A negative index counts from the end; one
- * out of range, which the reference refuses, is clamped into the axis so
- * the kernel never reads outside data. */
 /* An index value k (i64 or i32) into an axis of n as i64, a negative one
  * counted from the end. */
 static int
@@ -224,6 +218,28 @@ from_end (PlLower *L, int k, PlDType dtype, int64_t n)
     k = pl_lower_cast (L, k, PL_DTYPE_I64);
   return pl_lower_select (L, pl_lower_binary (L, PL_SOP_LT, k, pl_lower_const (L, PL_DTYPE_I64, 0)),
                           pl_lower_binary (L, PL_SOP_ADD, k, pl_lower_const (L, PL_DTYPE_I64, (double) n)), k);
+}
+
+/* Gather's and GatherElements' common part: static shapes, data read from
+ * memory in the default layout, integer indices, the axis (*a), data's
+ * dims and the axis' element stride. False (failed) otherwise. */
+static bool
+gather_operands (PlLower *L, const PlNode *node, int *a, int64_t *dd, int64_t *stride)
+{
+  PlValue *data = node->inputs[0], *ind = node->n_inputs > 1 ? node->inputs[1] : NULL;
+  if (!ind || !pl_shape_get_dims (&data->shape, dd) || !pl_shape_is_static (&ind->shape))
+    return pl_lower_fail (L, "%s without static shapes", node->name) >= 0;
+  if ((data->producer && g_hash_table_contains (L->members, data->producer)) || data->layout != PL_LAYOUT_NCHW)
+    return pl_lower_fail (L, "%s: its data is computed in the same kernel or in another layout", node->name) >= 0;
+  if (ind->dtype != PL_DTYPE_I64 && ind->dtype != PL_DTYPE_I32)
+    return pl_lower_fail (L, "%s: %s indices", node->name, pl_dtype_name (ind->dtype)) >= 0;
+  int r = data->shape.rank;
+  if (!pl_normalize_axis (pl_node_attr_int (node, "axis", 0), r, a, NULL))
+    return pl_lower_fail (L, "%s: bad axis", node->name) >= 0;
+  *stride = 1;
+  for (int k = *a + 1; k < r; k++)
+    *stride *= dd[k];
+  return true;
 }
 
 /* An index value k (i64 or i32) into an axis of n: as i64, negative counted
@@ -239,24 +255,24 @@ normalized_index (PlLower *L, int k, PlDType dtype, int64_t n)
   return pl_lower_select (L, pl_lower_unary (L, PL_SOP_CHECK, bad), pl_lower_const (L, PL_DTYPE_I64, 0), k);
 }
 
+/* Gather: output coordinates (before, j..., after) read data at (before,
+ * indices[j...], after), the index a loaded value: data must be in memory
+ * (an input of the kernel, in the default layout) and the load adds the
+ * index times the axis' stride. A negative index counts from the end; one
+ * out of range, which the reference refuses, fails the run
+ * (normalized_index), and the kernel never reads outside data. */
 int
 pl_lower_gather (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
 {
-  PlValue *data = node->inputs[0], *ind = node->n_inputs > 1 ? node->inputs[1] : NULL;
-  int64_t dd[PL_MAX_RANK], id[PL_MAX_RANK];
-  if (!ind || !pl_shape_get_dims (&data->shape, dd) || !pl_shape_get_dims (&ind->shape, id))
-    return pl_lower_fail (L, "%s without static shapes", node->name);
-  if ((data->producer && g_hash_table_contains (L->members, data->producer)) || data->layout != PL_LAYOUT_NCHW)
-    return pl_lower_fail (L, "%s: its data is computed in the same kernel or in another layout", node->name);
-  if (ind->dtype != PL_DTYPE_I64 && ind->dtype != PL_DTYPE_I32)
-    return pl_lower_fail (L, "%s: %s indices", node->name, pl_dtype_name (ind->dtype));
-  int r = data->shape.rank, q = ind->shape.rank, a;
-  if (!pl_normalize_axis (pl_node_attr_int (node, "axis", 0), r, &a, NULL) || v->shape.rank != r - 1 + q)
-    return pl_lower_fail (L, "%s: bad axis", node->name);
-  int64_t n = dd[a], stride = 1;
-  for (int k = a + 1; k < r; k++)
-    stride *= dd[k];
-  int k = normalized_index (L, pl_lower_value (L, ind, idx + a), ind->dtype, n);
+  PlValue *data = node->inputs[0], *ind = node->inputs[1];
+  int64_t dd[PL_MAX_RANK], stride;
+  int a;
+  if (!gather_operands (L, node, &a, dd, &stride))
+    return -1;
+  int r = data->shape.rank, q = ind->shape.rank;
+  if (v->shape.rank != r - 1 + q)
+    return pl_lower_fail (L, "%s: bad output rank", node->name);
+  int k = normalized_index (L, pl_lower_value (L, ind, idx + a), ind->dtype, dd[a]);
   const PlIdx *di[PL_MAX_RANK];
   for (int j = 0; j < r; j++)
     di[j] = j < a ? idx[j] : j == a ? pl_idx_const (L->arena, 0) : idx[j - 1 + q];
@@ -264,25 +280,18 @@ pl_lower_gather (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *
 }
 
 /* GatherElements: output element (.., i_a, ..) is data's (.., k, ..) along
- * the axis, k = indices at the same coordinates, normalized and clamped
- * like Gather's. */
+ * the axis, k = indices at the same coordinates, checked like Gather's. */
 int
-pl_lower_gather_elements (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
+pl_lower_gather_elements (PlLower *L, const PlNode *node, const PlValue *v G_GNUC_UNUSED, const PlIdx *const *idx)
 {
-  PlValue *data = node->inputs[0], *ind = node->n_inputs > 1 ? node->inputs[1] : NULL;
-  int64_t dd[PL_MAX_RANK];
-  if (!ind || !pl_shape_get_dims (&data->shape, dd) || !pl_shape_is_static (&ind->shape))
-    return pl_lower_fail (L, "%s without static shapes", node->name);
-  if ((data->producer && g_hash_table_contains (L->members, data->producer)) || data->layout != PL_LAYOUT_NCHW)
-    return pl_lower_fail (L, "%s: its data is computed in the same kernel or in another layout", node->name);
-  if (ind->dtype != PL_DTYPE_I64 && ind->dtype != PL_DTYPE_I32)
-    return pl_lower_fail (L, "%s: %s indices", node->name, pl_dtype_name (ind->dtype));
-  int r = data->shape.rank, a;
-  if (!pl_normalize_axis (pl_node_attr_int (node, "axis", 0), r, &a, NULL) || ind->shape.rank != r)
-    return pl_lower_fail (L, "%s: bad axis", node->name);
-  int64_t stride = 1;
-  for (int k = a + 1; k < r; k++)
-    stride *= dd[k];
+  PlValue *data = node->inputs[0], *ind = node->inputs[1];
+  int64_t dd[PL_MAX_RANK], stride;
+  int a;
+  if (!gather_operands (L, node, &a, dd, &stride))
+    return -1;
+  int r = data->shape.rank;
+  if (ind->shape.rank != r)
+    return pl_lower_fail (L, "%s: indices of rank %d for data of rank %d", node->name, ind->shape.rank, r);
   int k = normalized_index (L, pl_lower_value (L, ind, idx), ind->dtype, dd[a]);
   const PlIdx *di[PL_MAX_RANK];
   for (int j = 0; j < r; j++)
