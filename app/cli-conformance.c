@@ -321,9 +321,17 @@ read_expect (const char *path, GError **error)
   return names;
 }
 
-/* Prints every expected test that did not pass; true if all passed. */
+/* Whether t passed running generated or library kernels only. */
 static bool
-check_expect (GPtrArray *expected, GPtrArray *tests)
+passed_generated (const Test *t)
+{
+  return t->result.status == PL_CONFORMANCE_PASS && t->result.kernels > 0 && t->result.fallbacks == 0;
+}
+
+/* Prints every expected test that did not pass (generated: or ran a
+ * reference fallback); true if all passed. */
+static bool
+check_expect (GPtrArray *expected, GPtrArray *tests, bool generated)
 {
   g_autoptr (GHashTable) by_name = g_hash_table_new (g_str_hash, g_str_equal);
   for (guint i = 0; i < tests->len; i++)
@@ -336,28 +344,34 @@ check_expect (GPtrArray *expected, GPtrArray *tests)
     {
       const char *name = g_ptr_array_index (expected, i);
       const Test *t = g_hash_table_lookup (by_name, name);
-      if (t != NULL && t->result.status == PL_CONFORMANCE_PASS)
+      if (t != NULL && (generated ? passed_generated (t) : t->result.status == PL_CONFORMANCE_PASS))
         continue;
       missing++;
+      const char *what = generated ? "pass on generated or library kernels" : "pass";
       if (t == NULL)
-        fprintf (stderr, "passlab-cli: expected to pass: %s (not run)\n", name);
+        fprintf (stderr, "passlab-cli: expected to %s: %s (not run)\n", what, name);
       else
-        fprintf (stderr, "passlab-cli: expected to pass: %s (%s)\n", name,
-                 t->result.status == PL_CONFORMANCE_SKIP ? "SKIP" : "FAIL");
+        fprintf (stderr, "passlab-cli: expected to %s: %s (%s)\n", what, name,
+                 t->result.status == PL_CONFORMANCE_SKIP ? "SKIP"
+                 : t->result.status != PL_CONFORMANCE_PASS ? "FAIL"
+                 : "a kernel ran the reference fallback");
     }
   if (missing > 0)
-    fprintf (stderr, "passlab-cli: %u of %u expected tests did not pass\n", missing, expected->len);
+    fprintf (stderr, "passlab-cli: %u of %u expected tests did not %s\n", missing, expected->len,
+             generated ? "pass on generated or library kernels" : "pass");
   return missing == 0;
 }
 
 static bool
-write_expect (const char *path, GPtrArray *tests, GError **error)
+write_expect (const char *path, GPtrArray *tests, bool generated, GError **error)
 {
-  GString *out = g_string_new ("# Tests that pass (written by passlab-cli conformance --write-expect)\n");
+  GString *out = g_string_new (generated ? "# Tests that pass on generated or library kernels only (written by "
+                                           "passlab-cli conformance --write-expect-generated)\n"
+                                         : "# Tests that pass (written by passlab-cli conformance --write-expect)\n");
   for (guint i = 0; i < tests->len; i++)
     {
       const Test *t = g_ptr_array_index (tests, i);
-      if (t->result.status == PL_CONFORMANCE_PASS)
+      if (generated ? passed_generated (t) : t->result.status == PL_CONFORMANCE_PASS)
         g_string_append_printf (out, "%s\n", t->name);
     }
   bool ok = g_file_set_contents (path, out->str, (gssize) out->len, error);
@@ -370,6 +384,7 @@ pl_cli_conformance (int argc, char **argv)
 {
   g_autofree char *expect_path = NULL;
   g_autofree char *write_path = NULL;
+  g_autofree char *expect_generated_path = NULL, *write_generated_path = NULL;
   gboolean quiet = FALSE, int_constants = FALSE;
   int timeout_s = DEFAULT_TIMEOUT_S;
   int jobs = (int) g_get_num_processors ();
@@ -384,6 +399,10 @@ pl_cli_conformance (int argc, char **argv)
       "Fail (exit 1) unless every test listed in LIST (one a line, # comments) passes", "LIST" },
     { "write-expect", 'w', 0, G_OPTION_ARG_FILENAME, &write_path,
       "Write the names of the tests that passed to FILE", "FILE" },
+    { "expect-generated", 0, 0, G_OPTION_ARG_FILENAME, &expect_generated_path,
+      "Fail (exit 1) unless every test listed in LIST passes with no kernel running the reference fallback", "LIST" },
+    { "write-expect-generated", 0, 0, G_OPTION_ARG_FILENAME, &write_generated_path,
+      "Write the names of the tests that passed with no kernel running the reference fallback to FILE", "FILE" },
     { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet,
       "Print only failures and the summary", NULL },
     { "timeout", 't', 0, G_OPTION_ARG_INT, &timeout_s,
@@ -403,7 +422,7 @@ pl_cli_conformance (int argc, char **argv)
     "/usr/share/libonnx-testdata/data/node. Prints PASS, FAIL or SKIP per test\n"
     "and a summary; each test runs in its own process, so a crash or a hang\n"
     "is reported as a failure. Exits 0 unless --expect names a test that did\n"
-    "not pass.", entries);
+    "not pass, or --expect-generated one that did not pass on kernels alone.", entries);
   if (!pl_cli_parse (ctx, &argc, &argv))
     return 1;
   if (argc < 2)
@@ -434,6 +453,14 @@ pl_cli_conformance (int argc, char **argv)
   g_autoptr (GPtrArray) expected = NULL;
   if (expect_path != NULL && (expected = read_expect (expect_path, &error)) == NULL)
     return pl_cli_fail_error (error);
+  g_autoptr (GPtrArray) expected_generated = NULL;
+  if (expect_generated_path != NULL)
+    {
+      if (runner.backend == PL_BACKEND_REFERENCE)
+        return pl_cli_fail ("--expect-generated needs --backend cpu or cuda");
+      if ((expected_generated = read_expect (expect_generated_path, &error)) == NULL)
+        return pl_cli_fail_error (error);
+    }
 
   g_autoptr (GPtrArray) tests = g_ptr_array_new_with_free_func (test_free);
   for (int i = 1; i < argc; i++)
@@ -467,9 +494,12 @@ pl_cli_conformance (int argc, char **argv)
   printf ("%u passed, %u failed, %u skipped\n", counts[0], counts[1], counts[2]);
   fflush (stdout);
 
-  if (write_path != NULL && !write_expect (write_path, tests, &error))
+  if (write_path != NULL && !write_expect (write_path, tests, false, &error))
     return pl_cli_fail_error (error);
-  if (expected != NULL && !check_expect (expected, tests))
-    return 1;
-  return 0;
+  if (write_generated_path != NULL && !write_expect (write_generated_path, tests, true, &error))
+    return pl_cli_fail_error (error);
+  bool ok = expected == NULL || check_expect (expected, tests, false);
+  if (expected_generated != NULL && !check_expect (expected_generated, tests, true))
+    ok = false;
+  return ok ? 0 : 1;
 }

@@ -12,14 +12,19 @@
  *   MeanVarianceNormalization  the same chain over its axes, the epsilon (1e-9) after the root
  *   HardSigmoid, HardSwish, Softplus, Mish, Elu, Selu, Celu      their formulas
  *   ReduceL1/L2/SumSquare/LogSum/LogSumExp                     Abs/Mul, ReduceSum, ...
+ *   LRN           Mul (square), Pad channels, Add of `size` shifted Slices, Mul, Add, Pow, Div
+ *   NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss   (LogSoftmax,) GatherElements of the
+ *                 targets' log-probabilities, Gather of their weights, Neg, the reduction
  *
  * Semantics follow ONNX as the reference interpreter implements it (opset
  * dependent: Softmax's 2-D coercion before 13, axes as inputs of ReduceSum
  * from 13 and of the other reductions from 18, of Squeeze/Unsqueeze from 13).
- * The decomposed node's output keeps its name, so the graph reads the same;
+ * The decomposed node's output keeps its name, so the graph reads the same
+ * (so does SoftmaxCrossEntropyLoss's log_prob, where something reads it);
  * new nodes are named "<node>/<step>". Constants are scalars of the data's
- * dtype. A node whose extra outputs are used (LayerNorm's Mean/InvStdDev,
- * training BatchNorm) is kept, and the report says why.
+ * dtype (the losses' index constants: of the targets'). A node whose other
+ * extra outputs are used (LayerNorm's Mean/InvStdDev, training BatchNorm) is
+ * kept, and the report says why.
  *
  * Each node is expanded where it stands and the originals are removed in one
  * batch at the end, so the pass is linear in the graph size.
@@ -40,6 +45,7 @@ typedef struct {
   int         opset;
   GPtrArray  *nodes;   /* made for orig; removed again when the expansion fails */
   GPtrArray  *consts;
+  PlValue    *second;  /* what replaces orig's second output, where the expansion makes one */
   const char *why;     /* the expansion refused (no error): why */
   GError     *error;
 } B;
@@ -111,10 +117,16 @@ b_const (B *b, const char *suffix, PlTensor *t)
 }
 
 static PlValue *
+b_scalar_of (B *b, const char *suffix, PlDType dtype, double v)
+{
+  g_autoptr (PlTensor) t = pl_tensor_new_scalar (dtype, v);
+  return b_const (b, suffix, t);
+}
+
+static PlValue *
 b_scalar (B *b, const char *suffix, double v)
 {
-  g_autoptr (PlTensor) t = pl_tensor_new_scalar (b->dtype, v);
-  return b_const (b, suffix, t);
+  return b_scalar_of (b, suffix, b->dtype, v);
 }
 
 static PlValue *
@@ -250,6 +262,21 @@ check_params (B *b, const PlNode *n, int first, int last, bool optional_last)
 
 /* --- expansions ------------------------------------------------------------------ */
 
+/* softmax (or log_softmax) of x over ax, shifted by the maximum so exp
+ * cannot overflow. */
+static PlValue *
+softmax_chain (B *b, PlValue *x, const Axes *ax, bool log)
+{
+  PlValue *m = b_reduce (b, "ReduceMax", "max", x, ax, true);
+  PlValue *d = b_op (b, "Sub", "sub", x, m);
+  PlValue *e = b_op (b, "Exp", "exp", d, NULL);
+  PlValue *s = b_reduce (b, "ReduceSum", "sum", e, ax, true);
+  if (!log)
+    return b_op (b, "Div", "div", e, s);
+  PlValue *l = b_op (b, "Log", "log", s, NULL);
+  return b_op (b, "Sub", "sub_log", d, l);
+}
+
 /* Softmax / LogSoftmax along axis (opset >= 13), or over the flattened
  * trailing axes from axis on (before 13). */
 static PlValue *
@@ -269,14 +296,7 @@ expand_softmax (B *b, const PlNode *n)
     }
   else if (!trailing_axes (b, pl_node_attr_int (n, "axis", 1), rank, &ax))
     return NULL;
-  PlValue *m = b_reduce (b, "ReduceMax", "max", x, &ax, true);
-  PlValue *d = b_op (b, "Sub", "sub", x, m);
-  PlValue *e = b_op (b, "Exp", "exp", d, NULL);
-  PlValue *s = b_reduce (b, "ReduceSum", "sum", e, &ax, true);
-  if (n->op == PL_OP_Softmax)
-    return b_op (b, "Div", "div", e, s);
-  PlValue *l = b_op (b, "Log", "log", s, NULL);
-  return b_op (b, "Sub", "sub_log", d, l);
+  return softmax_chain (b, x, &ax, n->op == PL_OP_LogSoftmax);
 }
 
 /* (x - mean) / sqrt(var + eps) over axes, the part the normalizations share. */
@@ -570,6 +590,127 @@ expand_reduce (B *b, const PlNode *n)
     }
 }
 
+/* LRN: y = x / (bias + alpha / size * s)^beta, s the sum of x^2 over the
+ * channel window [c - floor((size-1)/2), c + ceil((size-1)/2)]: x^2 padded
+ * with zeros on the channel axis, and the sum of `size` Slices of it, each
+ * shifted by one channel (slice k ends k - (size-1) from the padded end, so
+ * the channel count may be symbolic). Loop fusion makes all of it one
+ * kernel. */
+static PlValue *
+expand_lrn (B *b, const PlNode *n)
+{
+  PlValue *x = data_input (b, true);
+  if (!x)
+    return NULL;
+  int rank = x->shape.rank;
+  int64_t size = pl_node_attr_int (n, "size", 0);
+  if (rank < 3 || size < 1 || size > 32)
+    return refuse (b, "not [N, C, spatial...], or a window wider than 32");
+  double alpha = pl_node_attr_float (n, "alpha", 1e-4f), beta = pl_node_attr_float (n, "beta", 0.75f);
+  double bias = pl_node_attr_float (n, "bias", 1.0f);
+  PlValue *sq = b_op (b, "Mul", "square", x, x), *sum = sq;
+  if (size > 1)
+    {
+      int64_t pads[2 * PL_MAX_RANK] = { 0 };
+      pads[1] = (size - 1) / 2;
+      pads[rank + 1] = size / 2;
+      PlNode *pad = b_add (b, "Pad", "pad", b->opset >= 11 ? 2 : 1,
+                           (PlValue *[]) { sq, b->opset >= 11 ? b_ints (b, "pads", pads, 2 * rank) : NULL });
+      if (pad && b->opset < 11)
+        pl_node_set_attr_ints (pad, "pads", pads, 2 * rank);
+      PlValue *padded = b_fin (b, pad);
+      for (int64_t k = 0; k < size; k++)
+        {
+          int64_t start = k, end = k < size - 1 ? k - (size - 1) : INT64_MAX, axis = 1;
+          g_autofree char *name = g_strdup_printf ("window%" G_GINT64_FORMAT, k);
+          PlNode *slice;
+          if (b->opset >= 10)
+            slice = b_add (b, "Slice", name, 4,
+                           (PlValue *[]) { padded, b_ints (b, "starts", &start, 1), b_ints (b, "ends", &end, 1),
+                                           b_ints (b, "axes", &axis, 1) });
+          else if ((slice = b_add (b, "Slice", name, 1, (PlValue *[]) { padded })))
+            {
+              pl_node_set_attr_ints (slice, "starts", &start, 1);
+              pl_node_set_attr_ints (slice, "ends", &end, 1);
+              pl_node_set_attr_ints (slice, "axes", &axis, 1);
+            }
+          PlValue *part = b_fin (b, slice);
+          sum = k == 0 ? part : b_op (b, "Add", "window_sum", sum, part);
+        }
+    }
+  PlValue *scaled = b_op (b, "Mul", "scale", sum, b_scalar (b, "alpha_over_size", alpha / (double) size));
+  PlValue *base = b_op (b, "Add", "bias", scaled, b_scalar (b, "bias_c", bias));
+  PlValue *den = b_op (b, "Pow", "pow", base, b_scalar (b, "beta", beta));
+  return b_op (b, "Div", "div", x, den);
+}
+
+/* NegativeLogLikelihoodLoss over log-probabilities x [N, C, d..], and
+ * SoftmaxCrossEntropyLoss over scores (log_softmax over C first, which is
+ * also its second output), as ONNX's function bodies spell them:
+ *
+ *   idx  = Where (t == ignore_index, 0, Where (t < 0, C, t))
+ *   p    = Squeeze (GatherElements (logp, Unsqueeze (idx, 1), axis 1), 1)
+ *   w_t  = Where (t == ignore_index, 0, Gather (weight, idx))   (1 without a weight)
+ *   loss = -p * w_t;  "sum": ReduceSum;  "mean": ReduceSum / ReduceSum (w_t)
+ *
+ * A negative target is sent to C so that the gather refuses it, as the op
+ * does (a gather would otherwise read it from the end); one >= C fails the
+ * same way. */
+static PlValue *
+expand_loss (B *b, const PlNode *n)
+{
+  PlValue *x = data_input (b, true);
+  if (!x)
+    return NULL;
+  PlValue *t = n->inputs[1], *w = n->n_inputs > 2 ? n->inputs[2] : NULL;
+  if (!t || x->shape.rank < 2 || !pl_dim_is_static (x->shape.dims[1]))
+    return refuse (b, "the input is not [N, C, ...] with a static C");
+  if (w && w->dtype != x->dtype)
+    return refuse (b, "the weight has another dtype");
+  const char *reduction = pl_node_attr_string (n, "reduction", "mean");
+  if (strcmp (reduction, "none") != 0 && strcmp (reduction, "sum") != 0 && strcmp (reduction, "mean") != 0)
+    return refuse (b, "an unknown reduction");
+
+  PlValue *logp = x;
+  if (n->op == PL_OP_SoftmaxCrossEntropyLoss)
+    {
+      Axes classes = { .v = { 1 }, .n = 1 };
+      logp = b->second = softmax_chain (b, x, &classes, true);
+    }
+  PlValue *zero_t = b_scalar_of (b, "zero_t", t->dtype, 0);
+  PlValue *neg = b_op (b, "Less", "negative", t, zero_t);
+  PlValue *c = b_scalar_of (b, "classes", t->dtype, (double) x->shape.dims[1].size);
+  PlValue *idx = b_fin (b, b_add (b, "Where", "in_range", 3, (PlValue *[]) { neg, c, t }));
+  PlValue *ignored = NULL;
+  if (pl_node_attr (n, "ignore_index"))
+    {
+      PlValue *ii = b_scalar_of (b, "ignore_index", t->dtype, (double) pl_node_attr_int (n, "ignore_index", 0));
+      ignored = b_op (b, "Equal", "ignored", t, ii);
+      idx = b_fin (b, b_add (b, "Where", "index", 3, (PlValue *[]) { ignored, zero_t, idx }));
+    }
+  static const int64_t class_axis[] = { 1 };
+  PlValue *idx1 = b_axes_op (b, "Unsqueeze", "index_c", idx, class_axis, 1);
+  PlNode *gather = b_add (b, "GatherElements", "pick", 2, (PlValue *[]) { logp, idx1 });
+  if (gather)
+    pl_node_set_attr_int (gather, "axis", 1);
+  PlValue *p = b_axes_op (b, "Squeeze", "picked", b_fin (b, gather), class_axis, 1);
+
+  PlValue *wt = w ? b_op (b, "Gather", "weight", w, idx) : NULL;   /* NULL: every weight 1 */
+  if (ignored)
+    wt = b_fin (b, b_add (b, "Where", "weight_used", 3,
+                          (PlValue *[]) { ignored, b_scalar (b, "zero", 0), wt ? wt : b_scalar (b, "one", 1) }));
+  PlValue *loss = b_op (b, "Neg", "neg", wt ? b_op (b, "Mul", "weighted", p, wt) : p, NULL);
+  Axes all = { .n = 0 };
+  if (strcmp (reduction, "none") == 0)
+    return loss;
+  if (strcmp (reduction, "sum") == 0)
+    return b_reduce (b, "ReduceSum", "sum_loss", loss, &all, false);
+  if (!wt)
+    return b_reduce (b, "ReduceMean", "mean_loss", loss, &all, false);
+  PlValue *total = b_reduce (b, "ReduceSum", "sum_loss", loss, &all, false);
+  return b_op (b, "Div", "mean_loss", total, b_reduce (b, "ReduceSum", "sum_weight", wt, &all, false));
+}
+
 typedef PlValue *(*ExpandFunc) (B *b, const PlNode *n);
 
 static const struct {
@@ -595,6 +736,9 @@ static const struct {
   { PL_OP_ReduceSumSquare, expand_reduce },
   { PL_OP_ReduceLogSum, expand_reduce },
   { PL_OP_ReduceLogSumExp, expand_reduce },
+  { PL_OP_LRN, expand_lrn },
+  { PL_OP_NegativeLogLikelihoodLoss, expand_loss },
+  { PL_OP_SoftmaxCrossEntropyLoss, expand_loss },
 };
 
 /* --- the pass ------------------------------------------------------------------ */
@@ -651,26 +795,40 @@ control_nodes (const PlGraph *g)
 
 /* Expands one node. Returns the value replacing its first output, or NULL
  * (the graph unchanged) with b->why or b->error saying why. */
+/* Whether y, replacing old, types as old did (so old's readers stay valid);
+ * b->why says why not. A stored type that says more than inference is kept. */
+static bool
+types_as (B *b, PlValue *y, const PlValue *old)
+{
+  if (y->dtype != old->dtype || y->shape.rank != old->shape.rank)
+    return refuse (b, "the expansion infers another type"), false;
+  for (int d = 0; d < old->shape.rank; d++)
+    if (!(y->shape.dims[d].size < 0 && !y->shape.dims[d].sym)
+        && (y->shape.dims[d].size != old->shape.dims[d].size || y->shape.dims[d].sym != old->shape.dims[d].sym))
+      return refuse (b, "the expansion infers another shape"), false;
+  y->shape = old->shape;
+  return true;
+}
+
+/* The original's second output, where something reads it. */
+static PlValue *
+used_second (const PlNode *n)
+{
+  PlValue *v = n->n_outputs > 1 ? n->outputs[1] : NULL;
+  return v && (v->n_uses > 0 || pl_value_is_output (v)) ? v : NULL;
+}
+
 static PlValue *
 expand_node (B *b, ExpandFunc expand)
 {
-  PlValue *old = b->orig->outputs[0];
   PlValue *y = expand (b, b->orig);
+  PlValue *second = used_second (b->orig);
   if (y && !b_ok (b))
     y = NULL;
-  /* The result must type as the original did, so its readers stay valid;
-   * a stored type that says more than inference is kept. */
-  if (y && (y->dtype != old->dtype || y->shape.rank != old->shape.rank))
-    y = NULL, refuse (b, "the expansion infers another type");
-  for (int d = 0; y && d < old->shape.rank; d++)
-    if (!(y->shape.dims[d].size < 0 && !y->shape.dims[d].sym)
-        && (y->shape.dims[d].size != old->shape.dims[d].size || y->shape.dims[d].sym != old->shape.dims[d].sym))
-      y = NULL, refuse (b, "the expansion infers another shape");
-  if (y)
-    {
-      y->shape = old->shape;
-      return y;
-    }
+  if (y && second && !b->second)
+    y = NULL, refuse (b, "its second output is used");
+  if (y && types_as (b, y, b->orig->outputs[0]) && (!second || types_as (b, b->second, second)))
+    return y;
   pl_graph_remove_nodes (b->g, (PlNode *const *) b->nodes->pdata, (int) b->nodes->len);
   for (guint i = 0; i < b->consts->len; i++)
     pl_graph_remove_value (b->g, b->consts->pdata[i]);
@@ -711,6 +869,13 @@ run (PlGraph *g, const PlPassArgs *args, PlPassReport *report, gpointer user_dat
           g_ptr_array_add (renamed, y);
           g_ptr_array_add (names, g_strdup (old->name));
           pl_value_replace_uses (old, y);
+          PlValue *second = used_second (node);
+          if (second)
+            {
+              g_ptr_array_add (renamed, b.second);
+              g_ptr_array_add (names, g_strdup (second->name));
+              pl_value_replace_uses (second, b.second);
+            }
           g_ptr_array_add (doomed, node);
           st->expanded++;
           st->nodes_added += b.nodes->len;

@@ -227,6 +227,14 @@ if [ -d "$NODE/test_abs" ] && [ -d "$NODE/test_add" ] && [ -d "$NODE/test_relu" 
     check "conformance: a Pad whose pads are an input runs as the reference" eval 'status_is 0 && out_has "PASS test_reflect_pad (all fallback)"'
     run conformance --backend cpu --passes fuse-loops --cache-dir "$TMP/kc" --int-inputs-as-constants "$NODE/test_reflect_pad"
     check "conformance --int-inputs-as-constants: the same Pad generated" eval 'status_is 0 && out_has "integer inputs as constants" && out_has "1 of the passed tests ran generated or library kernels" && ! out_has "all fallback"'
+    printf 'test_reflect_pad\n' >"$TMP/expect-generated"
+    run conformance --backend cpu --passes fuse-loops --cache-dir "$TMP/kc" --expect-generated "$TMP/expect-generated" "$NODE/test_reflect_pad"
+    check "--expect-generated: a test that ran the reference fallback fails it" eval 'status_is 1 && err_has "test_reflect_pad (a kernel ran the reference fallback)"'
+    run conformance --backend cpu --passes fuse-loops --cache-dir "$TMP/kc" --int-inputs-as-constants \
+      --expect-generated "$TMP/expect-generated" --write-expect-generated "$TMP/written-generated" "$NODE/test_reflect_pad"
+    check "--expect-generated: all kernels generated" eval 'status_is 0 && grep -qx test_reflect_pad "$TMP/written-generated"'
+    run conformance --expect-generated "$TMP/expect-generated" "$NODE/test_reflect_pad"
+    check "--expect-generated without a backend is refused" eval 'fails_cleanly && err_has "expect-generated"'
   fi
   run conformance --int-inputs-as-constants "$TMP/suite"
   check "--int-inputs-as-constants without a backend or passes is refused" eval 'fails_cleanly && err_has "int-inputs-as-constants"'

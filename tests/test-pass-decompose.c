@@ -609,6 +609,113 @@ test_samples (void)
     }
 }
 
+/* --- LRN ------------------------------------------------------------------------------------------ */
+
+/* Odd and even windows (the even one reaches one channel further after), a
+ * window wider than the channels, the opset 9 forms of Pad and Slice. */
+static void
+test_lrn (void)
+{
+  g_autoptr (PlHistory) h = decompose ("graph g opset 17 {\n"
+                                       "  input x: f32[2, 7, 3, 3]\n"
+                                       "  y = LRN(x) {size=5, alpha=0.01, beta=0.75, bias=2}\n"
+                                       "  z = LRN(x) {size=2, alpha=0.5}\n"
+                                       "  w = LRN(x) {size=9, alpha=0.1, beta=1.5}\n"
+                                       "  output y, z, w\n"
+                                       "}\n", NULL);
+  PlStep *s = last_step (h);
+  g_assert_cmpint (pl_pass_report_get (s->counters, "LRN expanded"), ==, 3);
+  assert_ops (s->graph, "Add:16 Div:3 Mul:6 Pad:3 Pow:3 Slice:16");
+  assert_output (s->graph, "y", "y/div");
+  assert_const_ints (node (s->graph, "z/pad")->inputs[1], PL_DIMS (0, 0, 0, 0, 0, 1, 0, 0), 8);
+  assert_const_ints (node (s->graph, "y/window0")->inputs[2], PL_DIMS (-4), 1);
+
+  g_autoptr (PlHistory) h9 = decompose ("graph g opset 9 {\n"
+                                        "  input x: f32[1, 4, 2, 5]\n"
+                                        "  y = LRN(x) {size=3, alpha=0.2}\n"
+                                        "  output y\n"
+                                        "}\n", NULL);
+  PlStep *s9 = last_step (h9);
+  assert_ops (s9->graph, "Add:3 Div:1 Mul:2 Pad:1 Pow:1 Slice:3");
+  assert_ints_attr (node (s9->graph, "y/pad"), "pads", PL_DIMS (0, 1, 0, 0, 0, 1, 0, 0), 8);
+  assert_ints_attr (node (s9->graph, "y/window1"), "starts", PL_DIMS (1), 1);
+}
+
+/* --- losses ------------------------------------------------------------------------------------ */
+
+/* Both losses with and without weights and ignore_index, every reduction,
+ * SoftmaxCrossEntropyLoss's log_prob read (it keeps its name); then grad
+ * over the expansion; and a target out of range still fails the run. */
+static void
+test_losses (void)
+{
+  static const char head[] = "graph g opset 17 {\n"
+                             "  input x: f32[4, 3, 2]\n"
+                             "  const t: i64[4, 2] = [0, 2, 1, -1, 2, 0, -1, 2]\n"
+                             "  const t2: i64[4, 2] = [0, 2, 1, 1, 2, 0, 1, 2]\n"
+                             "  const w: f32[3] = [0.5, 1.5, 2.0]\n";
+  g_autofree char *text = g_strconcat (head,
+                                       "  lsm = LogSoftmax(x) {axis=1}\n"
+                                       "  a = NegativeLogLikelihoodLoss(lsm, t, w) {ignore_index=-1}\n"
+                                       "  b = NegativeLogLikelihoodLoss(lsm, t2) {reduction=\"sum\"}\n"
+                                       "  c, lp = SoftmaxCrossEntropyLoss(x, t) {reduction=\"none\", ignore_index=-1}\n"
+                                       "  d = SoftmaxCrossEntropyLoss(x, t2)\n"
+                                       "  output a, b, c, lp, d\n}\n", NULL);
+  g_autoptr (PlHistory) h = decompose (text, NULL);
+  PlStep *s = last_step (h);
+  g_assert_true (s->changed);
+  g_assert_cmpint (pl_pass_report_get (s->counters, "NegativeLogLikelihoodLoss expanded"), ==, 2);
+  g_assert_cmpint (pl_pass_report_get (s->counters, "SoftmaxCrossEntropyLoss expanded"), ==, 2);
+  for (guint i = 0; i < s->graph->nodes->len; i++)
+    {
+      PlOp op = ((PlNode *) s->graph->nodes->pdata[i])->op;
+      g_assert_true (op != PL_OP_NegativeLogLikelihoodLoss && op != PL_OP_SoftmaxCrossEntropyLoss);
+    }
+  static const char *const outs[] = { "a", "b", "c", "lp", "d" };
+  for (guint i = 0; i < G_N_ELEMENTS (outs); i++)
+    g_assert_cmpstr (((PlValue *) s->graph->outputs->pdata[i])->name, ==, outs[i]);
+  g_assert_cmpstr (((PlValue *) s->graph->outputs->pdata[3])->producer->name, ==, "c/sub_log");
+  /* mean with weights: the weights of the targets used divide */
+  g_assert_cmpstr (((PlValue *) s->graph->outputs->pdata[0])->producer->name, ==, "a/mean_loss");
+  g_assert_cmpstr (node (s->graph, "a/mean_loss")->op_type, ==, "Div");
+
+  /* grad differentiates the expansion as the op: the same gradient either way */
+  g_autoptr (PlGraph) tg = pl_test_parse ("graph g opset 17 {\n"
+                                          "  const s: f32[4, 3, 2] = random(seed=1, lo=-2, hi=2)\n"
+                                          "  const t: i64[4, 2] = [0, 2, 1, -1, 2, 0, -1, 2]\n"
+                                          "  const w: f32[3] = [0.5, 1.5, 2.0]\n"
+                                          "  loss = SoftmaxCrossEntropyLoss(s, t, w) {ignore_index=-1}\n"
+                                          "  output loss\n}\n");
+  static const char *const grads[] = { "grad.params=s", "grad.outputs=grads", NULL };
+  g_autoptr (PlHistory) th = run_checked (tg, "grad,decompose", grads, 1e-4);
+  g_autoptr (PlHistory) dh = run_checked (tg, "decompose,grad", grads, 1e-4);
+  PlGraph *ga = last_step (th)->graph, *gb = last_step (dh)->graph;
+  g_assert_cmpint (ga->outputs->len, ==, 2);
+  g_assert_cmpint (gb->outputs->len, ==, 2);
+  g_autoptr (GError) error = NULL;
+  PlTensor **ya = pl_interp_run (ga, NULL, NULL, &error);
+  g_assert_no_error (error);
+  PlTensor **yb = pl_interp_run (gb, NULL, NULL, &error);
+  g_assert_no_error (error);
+  for (int i = 0; i < 2; i++)
+    pl_test_assert_close (yb[i], ya[i], 1e-4, 1e-6);
+  pl_interp_free_outputs (ya, 2);
+  pl_interp_free_outputs (yb, 2);
+
+  /* A negative target that is not ignored fails, as the op does, instead of
+   * being read from the end. */
+  g_autoptr (PlGraph) bad = pl_test_parse ("graph g opset 17 {\n"
+                                           "  input x: f32[2, 3]\n"
+                                           "  const t: i64[2] = [1, -1]\n"
+                                           "  y = SoftmaxCrossEntropyLoss(x, t)\n"
+                                           "  output y\n}\n");
+  g_autoptr (PlGraph) dbad = pl_test_passes (bad, "decompose");
+  g_autoptr (PlTensor) x2 = pl_test_random (PL_DTYPE_F32, 2, PL_DIMS (2, 3), 1, -1, 1);
+  g_assert_null (pl_interp_run (dbad, (PlTensor *[]) { x2 }, NULL, &error));
+  g_assert_nonnull (error);
+  g_assert_nonnull (strstr (error->message, "out of range"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -631,6 +738,8 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/PassDecompose/ops-param", test_ops_param);
   g_test_add_func ("/Passlab/PassDecompose/no-change", test_no_change);
   g_test_add_func ("/Passlab/PassDecompose/readers", test_readers);
+  g_test_add_func ("/Passlab/PassDecompose/lrn", test_lrn);
+  g_test_add_func ("/Passlab/PassDecompose/losses", test_losses);
   g_test_add_func ("/Passlab/PassDecompose/samples", test_samples);
   return g_test_run ();
 }
