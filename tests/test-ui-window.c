@@ -12,6 +12,7 @@
 
 #include "pl-application.h"
 #include "pl-window.h"
+#include "pl-window-private.h"
 #include "test-ui-util.h"
 
 static PlApplication *app;
@@ -320,6 +321,60 @@ test_screenshot (void)
   pl_test_ui_close_window (win);
 }
 
+/* Whether any shown widget outside a scrolled window lies outside root's
+ * width (a paned child allocated its minimum and shifted out of sight):
+ * names the first such in *where. */
+static gboolean
+clipped_widget (GtkWidget *w, GtkWidget *root, char **where)
+{
+  if (!gtk_widget_get_mapped (w) || GTK_IS_SCROLLED_WINDOW (w) || GTK_IS_POPOVER (w))
+    return FALSE;
+  graphene_rect_t r;
+  if (w != root && gtk_widget_compute_bounds (w, root, &r)
+      && (r.origin.x < -0.5f || r.origin.x + r.size.width > gtk_widget_get_width (root) + 0.5f))
+    {
+      *where = g_strdup_printf ("%s at x %.0f, %.0f wide, in %d", G_OBJECT_TYPE_NAME (w), r.origin.x, r.size.width,
+                                gtk_widget_get_width (root));
+      return TRUE;
+    }
+  for (GtkWidget *c = gtk_widget_get_first_child (w); c; c = gtk_widget_get_next_sibling (c))
+    if (clipped_widget (c, root, where))
+      return TRUE;
+  return FALSE;
+}
+
+/* At 800x600 every bottom page fits or scrolls: nothing is cut off at the
+ * left pane's edge (GtkPaned shifts a child narrower than its minimum). */
+static void
+test_small_window (void)
+{
+  PL_TEST_UI_REQUIRE_DISPLAY ();
+  g_autofree char *path = pl_test_ui_sample_path ("resnet_block.graph");
+  PlWindow *win = pl_window_new (app);
+  gtk_window_set_default_size (GTK_WINDOW (win), 800, 600);
+  gtk_window_present (GTK_WINDOW (win));
+  g_autoptr (GFile) file = g_file_new_for_path (path);
+  pl_window_open (win, file, &(PlOpenRequest) { .passes = "simplify,decompose,fuse-loops", .step = -1 });
+  pl_test_ui_wait_idle (win);
+  int min_width = 0;
+  gtk_widget_measure (GTK_WIDGET (win), GTK_ORIENTATION_HORIZONTAL, -1, &min_width, NULL, NULL, NULL);
+  g_assert_cmpint (min_width, <=, 800);
+  GtkWidget *root = gtk_window_get_child (GTK_WINDOW (win));
+  static const char *const pages[] = { "timeline", "script", "run", "memory", "tuning" };
+  for (guint i = 0; i < G_N_ELEMENTS (pages); i++)
+    {
+      pl_window_show_bottom_page (win, pages[i]);
+      /* a few frames: the page's transition and the new layout */
+      for (gint64 until = g_get_monotonic_time () + G_USEC_PER_SEC / 2; g_get_monotonic_time () < until;)
+        if (!g_main_context_iteration (NULL, FALSE))
+          g_usleep (2000);
+      g_autofree char *where = NULL;
+      if (clipped_widget (root, root, &where))
+        g_error ("page %s: %s", pages[i], where);
+    }
+  pl_test_ui_close_window (win);
+}
+
 
 /* Files dropped on the window open like any other. */
 static void
@@ -433,6 +488,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/UI/Window/search", test_search);
   g_test_add_func ("/Passlab/UI/Window/fusion-inspector", test_fusion_inspector);
   g_test_add_func ("/Passlab/UI/Window/screenshot", test_screenshot);
+  g_test_add_func ("/Passlab/UI/Window/small-window", test_small_window);
   g_test_add_func ("/Passlab/UI/Window/drop", test_drop);
   g_test_add_func ("/Passlab/UI/Window/state-and-recent", test_state_and_recent);
   g_test_add_func ("/Passlab/UI/Window/shortcuts", test_shortcuts);

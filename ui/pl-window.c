@@ -145,7 +145,14 @@ pl_window_add_bottom_page (PlWindow *self, GtkWidget *page, const char *name, co
 {
   g_return_if_fail (PL_IS_WINDOW (self));
   g_return_if_fail (GTK_IS_WIDGET (page));
-  gtk_stack_add_titled (self->bottom_stack, page, name, title);
+  /* A page wider than the room scrolls sideways instead of being clipped
+   * (the panels' tables and charts want 550-820 px; a window 800 px wide
+   * leaves the left pane about 480). */
+  GtkWidget *sw = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (sw), GTK_POLICY_AUTOMATIC, GTK_POLICY_NEVER);
+  gtk_scrolled_window_set_propagate_natural_width (GTK_SCROLLED_WINDOW (sw), TRUE);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (sw), page);
+  gtk_stack_add_titled (self->bottom_stack, sw, name, title);
 }
 
 void
