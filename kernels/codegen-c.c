@@ -155,8 +155,11 @@ pl_codegen_c_prelude (void)
     "#define PLK_FN static inline\n"
     "#define PL_INFF __builtin_inff ()\n#define PL_NANF __builtin_nanf (\"\")\n"
     "#define PL_INF __builtin_inf ()\n#define PL_NAN __builtin_nan (\"\")\n"
-    /* an index out of range: every thread that meets one writes the same 1 */
-    "#define PL_FLAG(p) __atomic_store_n ((p), 1, __ATOMIC_RELAXED)\n\n"
+    /* an index out of range: the first thread to claim the status writes which check and the index */
+    "PLK_FN void pl_flag (int64_t *s, int64_t check, int64_t index)\n"
+    "{\n  int64_t none = 0;\n"
+    "  if (__atomic_compare_exchange_n (s, &none, check, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))\n"
+    "    __atomic_store_n (s + 1, index, __ATOMIC_RELAXED);\n}\n\n"
     "void pl_set_threads (int n) { if (n > 0) omp_set_num_threads (n); }\n"
     "int pl_max_threads (void) { return omp_get_max_threads (); }\n\n");
   append_vector_libm (s);
@@ -190,7 +193,7 @@ emit_args (Emit *e)
             t, n_in + (int) k);
     }
   if (pl_kernel_plan_checks (p))
-    line (e, "int *pl_status = (int *) args[%d];", n_in + (int) p->outputs->len);
+    line (e, "int64_t *pl_status = (int64_t *) args[%d];", n_in + (int) p->outputs->len);
 }
 
 /* --- pointwise -------------------------------------------------------------------------- */

@@ -58,7 +58,10 @@ pl_codegen_cuda_prelude (void)
     "#define PL_INFF __int_as_float (0x7f800000)\n#define PL_NANF __int_as_float (0x7fffffff)\n"
     "#define PL_INF __longlong_as_double (0x7ff0000000000000LL)\n"
     "#define PL_NAN __longlong_as_double (0x7fffffffffffffffLL)\n"
-    "#define PL_FLAG(p) (*(p) = 1)   /* an index out of range: every thread that meets one writes the same 1 */\n\n"
+    /* an index out of range: the first thread to claim the status writes which check and the index */
+    "PLK_FN void pl_flag (int64_t *s, int64_t check, int64_t index)\n"
+    "{\n  if (atomicCAS ((unsigned long long *) s, 0ull, (unsigned long long) check) == 0ull)\n"
+    "    s[1] = index;\n}\n\n"
     "template <typename T> PLK_FN T pl_shfl (T v, int o) { return (T) __shfl_xor_sync (0xffffffffu, (long long) v, o); }\n"
     "PLK_FN float pl_shfl (float v, int o) { return __shfl_xor_sync (0xffffffffu, v, o); }\n"
     "PLK_FN double pl_shfl (double v, int o) { return __shfl_xor_sync (0xffffffffu, v, o); }\n\n"
@@ -116,7 +119,7 @@ emit_signature (Emit *e, const char *name)
     g_string_append_printf (sig, "%s *%s out%u, ", pl_plan_ctype (((PlValue *) p->outputs->pdata[k])->dtype),
                             pl_kernel_plan_restrict (p, true, (int) k) ? "__restrict__" : "", k);
   if (pl_kernel_plan_checks (p))
-    g_string_append (sig, "int *pl_status, ");
+    g_string_append (sig, "int64_t *pl_status, ");
   g_string_append (sig, "char *__restrict__ scratch)");
   line (e, "%s", sig->str);
   g_string_free (sig, TRUE);

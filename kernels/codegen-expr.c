@@ -188,8 +188,6 @@ print_unary (const PlInstr *x, PlDType t, const char *a)
         return g_strdup_printf ("((uint8_t) ((%d && %s == %s) || (%d && %s == -%s)))", (x->imm_i & 2) != 0, a, inf,
                                 (x->imm_i & 1) != 0, a, inf);
       }
-    case PL_SOP_CHECK:
-      return g_strdup_printf ("((uint8_t) (%s ? (PL_FLAG (pl_status), 1) : 0))", a);
     case PL_SOP_CAST:
       if (x->dtype == PL_DTYPE_BOOL)
         return g_strdup_printf ("((uint8_t) (%s != 0))", a);
@@ -221,6 +219,9 @@ pl_codegen_expr (const PlLoopPlan *lp, int i)
       return g_strdup ("ridx");
     case PL_SOP_SELECT:
       return g_strdup_printf ("(v%d ? v%d : v%d)", x->a[0], x->a[1], x->a[2]);
+    case PL_SOP_CHECK:   /* bad ? report check imm_i with the index, true : false */
+      return g_strdup_printf ("((uint8_t) (v%d ? (pl_flag (pl_status, %" G_GINT64_FORMAT ", v%d), 1) : 0))", x->a[0],
+                              x->imm_i, x->a[1]);
     default:
       break;
     }

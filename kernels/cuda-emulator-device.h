@@ -382,6 +382,14 @@ shuffle (T v, int offset, T Value::*field)
 
 static inline void __syncthreads (void) { pl_emu::yield (pl_emu::AT_SYNC); }
 static inline void __threadfence (void) {}
+/* Fibers switch only at shuffles, barriers and ends: a plain read-modify-write is atomic. */
+static inline unsigned long long atomicCAS (unsigned long long *a, unsigned long long cmp, unsigned long long v)
+{
+  unsigned long long old = *a;
+  if (old == cmp)
+    *a = v;
+  return old;
+}
 static inline float __shfl_xor_sync (unsigned, float v, int o) { return pl_emu::shuffle (v, o, &pl_emu::Value::f); }
 static inline double __shfl_xor_sync (unsigned, double v, int o) { return pl_emu::shuffle (v, o, &pl_emu::Value::d); }
 static inline long long __shfl_xor_sync (unsigned, long long v, int o) { return pl_emu::shuffle (v, o, &pl_emu::Value::i); }

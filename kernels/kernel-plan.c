@@ -229,9 +229,25 @@ int
 pl_lower_unary (PlLower *L, PlScalarOp op, int a)
 {
   PlDType t = pl_lower_dtype (L, a);
-  if (op == PL_SOP_ISNAN || op == PL_SOP_ISINF || op == PL_SOP_NOT || op == PL_SOP_CHECK)
+  if (op == PL_SOP_ISNAN || op == PL_SOP_ISINF || op == PL_SOP_NOT)
     t = PL_DTYPE_BOOL;
   return emit (L, (PlInstr) { .op = op, .dtype = t, .a = { a }, .n_args = 1 });
+}
+
+/* PL_SOP_CHECK of bad (bool), reporting value (i64) and `what` when true. */
+int
+pl_lower_check (PlLower *L, int bad, int value, const char *what)
+{
+  if (L->why || bad < 0 || value < 0)
+    return -1;
+  GPtrArray *checks = L->loop->checks;
+  guint id = 0;
+  while (id < checks->len && strcmp (checks->pdata[id], what) != 0)
+    id++;
+  if (id == checks->len)
+    g_ptr_array_add (checks, g_strdup (what));
+  return emit (L, (PlInstr) { .op = PL_SOP_CHECK, .dtype = PL_DTYPE_BOOL, .a = { bad, value }, .n_args = 2,
+                              .imm_i = id + 1 });
 }
 
 /* A binary instruction; imm_i carries its flags (PL_DIV_EXACT). */
@@ -317,6 +333,7 @@ loop_plan_new (void)
   l->instrs = g_array_new (FALSE, TRUE, sizeof (PlInstr));
   l->reductions = g_array_new (FALSE, TRUE, sizeof (PlReduction));
   l->stores = g_array_new (FALSE, TRUE, sizeof (PlStore));
+  l->checks = g_ptr_array_new_with_free_func (g_free);
   return l;
 }
 
@@ -328,6 +345,7 @@ pl_plan_loop_free (PlLoopPlan *l)
   g_array_unref (l->instrs);
   g_array_unref (l->reductions);
   g_array_unref (l->stores);
+  g_ptr_array_unref (l->checks);
   pl_idx_arena_free (l->arena);
   g_free (l);
 }

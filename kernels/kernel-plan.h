@@ -52,7 +52,8 @@ typedef enum {
   PL_SOP_ISINF,     /* float -> bool; imm_i bit 0: detect negative, bit 1: positive */
   PL_SOP_CAST,      /* a[0] converted to dtype (to bool: != 0) */
   PL_SOP_CHECK,     /* a[0] (bool), which when true also sets the kernel's status word: an index out
-                     * of range, which the runtime then reports (pl_kernel_plan_checks) */
+                     * of range, a[1] (i64), which the runtime then reports (pl_kernel_plan_checks);
+                     * imm_i: the check's number, 1 + its entry in the loop's checks */
   /* binary: a[0], a[1] of one dtype */
   PL_SOP_ADD, PL_SOP_SUB, PL_SOP_MUL,
   PL_SOP_DIV,       /* floats by a row value may become a multiply by its reciprocal, unless imm_i
@@ -121,6 +122,7 @@ typedef struct {
   GArray      *instrs;               /* PlInstr, in dependency order */
   GArray      *reductions;           /* PlReduction */
   GArray      *stores;               /* PlStore */
+  GPtrArray   *checks;               /* char *: what each PL_SOP_CHECK guards ("Gather 'g' (axis 0 of 5)") */
   int          n_passes;
   int          n_scratch;            /* materialized element values per row */
   PlDType      scratch_dtype;        /* widest materialized type (scratch rows hold values as this) */
@@ -257,8 +259,10 @@ void          pl_kernel_plan_share    (PlKernelPlan *p, int in, int out);
  * epilogue of a GEMM/CONV, pl_kernel_plan_share). */
 bool          pl_kernel_plan_restrict (const PlKernelPlan *p, bool output, int k);
 /* Whether p's loop checks indices (PL_SOP_CHECK): its code then takes a
- * status word (cpu: args[n_in + n_out]; cuda: the argument before the
- * scratch) that it sets when an index is out of range. */
+ * status (PL_STATUS_WORDS int64s; cpu: args[n_in + n_out]; cuda: the
+ * argument before the scratch) where the first index out of range that a
+ * thread claims writes the check's number and the index. */
+#define PL_STATUS_WORDS 2
 bool          pl_kernel_plan_checks   (const PlKernelPlan *p);
 /* A readable dump of the loop IR (tests, --show-source). */
 char         *pl_kernel_plan_dump     (const PlKernelPlan *p);

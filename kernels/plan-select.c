@@ -247,12 +247,16 @@ gather_operands (PlLower *L, const PlNode *node, int *a, int64_t *dd, int64_t *s
  * kernel's status word (PL_SOP_CHECK: the run then fails, as the
  * reference's would) and reads element 0, so the read stays inside. */
 static int
-normalized_index (PlLower *L, int k, PlDType dtype, int64_t n)
+normalized_index (PlLower *L, const PlNode *node, int axis, int raw, PlDType dtype, int64_t n)
 {
-  k = from_end (L, k, dtype, n);
+  int k = from_end (L, raw, dtype, n);
   int bad = pl_lower_binary (L, PL_SOP_OR, pl_lower_binary (L, PL_SOP_LT, k, pl_lower_const (L, PL_DTYPE_I64, 0)),
                              pl_lower_binary (L, PL_SOP_GE, k, pl_lower_const (L, PL_DTYPE_I64, (double) n)));
-  return pl_lower_select (L, pl_lower_unary (L, PL_SOP_CHECK, bad), pl_lower_const (L, PL_DTYPE_I64, 0), k);
+  if (dtype != PL_DTYPE_I64)
+    raw = pl_lower_cast (L, raw, PL_DTYPE_I64);
+  g_autofree char *what = g_strdup_printf ("%s '%s' (axis %d of size %" G_GINT64_FORMAT ")", pl_op_name (node->op),
+                                           node->name, axis, n);
+  return pl_lower_select (L, pl_lower_check (L, bad, raw, what), pl_lower_const (L, PL_DTYPE_I64, 0), k);
 }
 
 /* Gather: output coordinates (before, j..., after) read data at (before,
@@ -272,7 +276,7 @@ pl_lower_gather (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *
   int r = data->shape.rank, q = ind->shape.rank;
   if (v->shape.rank != r - 1 + q)
     return pl_lower_fail (L, "%s: bad output rank", node->name);
-  int k = normalized_index (L, pl_lower_value (L, ind, idx + a), ind->dtype, dd[a]);
+  int k = normalized_index (L, node, a, pl_lower_value (L, ind, idx + a), ind->dtype, dd[a]);
   const PlIdx *di[PL_MAX_RANK];
   for (int j = 0; j < r; j++)
     di[j] = j < a ? idx[j] : j == a ? pl_idx_const (L->arena, 0) : idx[j - 1 + q];
@@ -292,7 +296,7 @@ pl_lower_gather_elements (PlLower *L, const PlNode *node, const PlValue *v G_GNU
   int r = data->shape.rank;
   if (ind->shape.rank != r)
     return pl_lower_fail (L, "%s: indices of rank %d for data of rank %d", node->name, ind->shape.rank, r);
-  int k = normalized_index (L, pl_lower_value (L, ind, idx), ind->dtype, dd[a]);
+  int k = normalized_index (L, node, a, pl_lower_value (L, ind, idx), ind->dtype, dd[a]);
   const PlIdx *di[PL_MAX_RANK];
   for (int j = 0; j < r; j++)
     di[j] = j == a ? pl_idx_const (L->arena, 0) : idx[j];

@@ -57,7 +57,7 @@ typedef struct {
   char           *source;      /* the generated code of this step */
   int             copy;        /* COPY_OUT / COPY_IN: a swap copy, not a kernel */
   int             convert;     /* cpu: CONVERT_F16 / CONVERT_F32, CompressFp16 / DecompressFp16 in place */
-  int             status;      /* a kernel that checks indices (pl_kernel_plan_checks): its status word; else -1 */
+  int             status;      /* a kernel that checks indices (pl_kernel_plan_checks): its status words; else -1 */
 } Step;
 
 enum { COPY_NONE, COPY_OUT, COPY_IN };
@@ -104,7 +104,7 @@ struct _PlExecutable {
    * by a kernel that met an index out of range; assigned at the first run */
   bool              status_ready;
   int               n_status;
-  int              *status;      /* cpu */
+  int64_t          *status;      /* PL_STATUS_WORDS a kernel; cpu (cuda: downloaded here) */
   guint64           cu_status;   /* cuda */
   /* cuda */
   PlCudaContext    *cuda;

@@ -31,6 +31,9 @@
 #include <string.h>
 #include <time.h>
 
+/* The status words of one kernel that checks indices (pl_kernel_plan_checks). */
+#define STATUS_BYTES (sizeof (int64_t) * PL_STATUS_WORDS)
+
 static double
 now_ms (void)
 {
@@ -277,7 +280,7 @@ exec_cpu (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
         args[p->lib_slot] = target;
     }
   if (st->status >= 0)
-    args[n_in + n_out] = &e->status[st->status];
+    args[n_in + n_out] = &e->status[PL_STATUS_WORDS * st->status];
   if (st->fn)
     st->fn (args);
   return true;
@@ -367,7 +370,7 @@ exec_cuda (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
   if (st->status >= 0)   /* the status word goes before the scratch */
     {
       ptr[n_params] = ptr[n_params - 1];
-      ptr[n_params - 1] = e->cu_status + sizeof (int) * (guint64) st->status;
+      ptr[n_params - 1] = e->cu_status + STATUS_BYTES * (guint64) st->status;
       n_params++;
     }
   for (int k = 0; k < n_params; k++)
@@ -600,8 +603,9 @@ run_cuda_step (PlExecutable *e, int s, bool *pending, bool *waited, PlTensor *co
 
 /* --- index checks ----------------------------------------------------------------------- */
 
-/* The status words: one per step whose kernel checks indices, assigned and
- * allocated at the first run, zeroed before each. */
+
+/* The status words: PL_STATUS_WORDS per step whose kernel checks indices,
+ * assigned and allocated at the first run, zeroed before each. */
 static bool
 reset_status (PlExecutable *e, GError **error)
 {
@@ -612,29 +616,33 @@ reset_status (PlExecutable *e, GError **error)
           Step *st = pl_runtime_step (e, (int) s);
           st->status = !st->copy && st->plan && pl_kernel_plan_checks (st->plan) ? e->n_status++ : -1;
         }
-      e->status = g_new0 (int, MAX (e->n_status, 1));
+      e->status = g_new0 (int64_t, PL_STATUS_WORDS * MAX (e->n_status, 1));
       if (e->backend == PL_BACKEND_CUDA && e->n_status > 0 &&
-          !(e->cu_status = pl_cuda_alloc (e->cuda, sizeof (int) * (size_t) e->n_status, error)))
+          !(e->cu_status = pl_cuda_alloc (e->cuda, STATUS_BYTES * (size_t) e->n_status, error)))
         return false;
       e->status_ready = true;
     }
   if (e->n_status == 0)
     return true;
-  memset (e->status, 0, sizeof (int) * (size_t) e->n_status);
+  memset (e->status, 0, STATUS_BYTES * (size_t) e->n_status);
   return e->backend != PL_BACKEND_CUDA ||
-         pl_cuda_upload (e->cuda, e->cu_status, e->status, sizeof (int) * (size_t) e->n_status, error);
+         pl_cuda_upload (e->cuda, e->cu_status, e->status, STATUS_BYTES * (size_t) e->n_status, error);
 }
 
 /* Fails the run when step s met an index out of range, as the reference
- * would have (whose message says which index). */
+ * would have: which op's index (the check's number, 1-based), and its value. */
 static bool
 status_ok (PlExecutable *e, int s, GError **error)
 {
   Step *st = pl_runtime_step (e, s);
-  if (!e->status[st->status])
+  const int64_t *w = &e->status[PL_STATUS_WORDS * st->status];
+  if (!w[0])
     return true;
-  g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "kernel %s (%s): an index out of range for the axis it indexes",
-               st->plan->name, st->plan->ops);
+  const GPtrArray *checks = st->plan->loop->checks;
+  const char *what = w[0] > 0 && w[0] <= (int64_t) checks->len ? checks->pdata[w[0] - 1] : "an op";
+  g_set_error (error, PL_ERROR, PL_ERROR_EXEC,
+               "kernel %s (%s): index %" G_GINT64_FORMAT " of %s is out of range", st->plan->name, st->plan->ops,
+               w[1], what);
   return false;
 }
 
@@ -643,7 +651,7 @@ cuda_status_ok (PlExecutable *e, GError **error)
 {
   if (e->n_status == 0)
     return true;
-  if (!pl_cuda_download (e->cuda, e->status, e->cu_status, sizeof (int) * (size_t) e->n_status, error))
+  if (!pl_cuda_download (e->cuda, e->status, e->cu_status, STATUS_BYTES * (size_t) e->n_status, error))
     return false;
   for (guint s = 0; s < e->steps->len; s++)
     if (pl_runtime_step (e, (int) s)->status >= 0 && !status_ok (e, (int) s, error))
