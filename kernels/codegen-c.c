@@ -33,7 +33,8 @@
  * pointwise loop loads the element it then stores, in the same iteration,
  * so the `omp simd` loop stays correct: no iteration reads what another
  * writes.
- * POOL plans are `void <name> (void *const *args)` too, from pool.c.
+ * POOL and SCAN plans are `void <name> (void *const *args)` too, from
+ * pool.c and scan.c.
  */
 #define G_LOG_DOMAIN "passlab"
 #include "codegen-c-private.h"
@@ -523,6 +524,9 @@ pl_codegen_c_kernel (GString *out, const PlKernelPlan *p)
       return p->loop != NULL;
     case PL_PLAN_POOL:
       pl_pool_emit_c (out, &p->pool, p->name);
+      return true;
+    case PL_PLAN_SCAN:
+      pl_scan_emit_c (out, &p->scan, p->name);
       return true;
     case PL_PLAN_CONV:
       if (p->conv.transpose)

@@ -20,7 +20,7 @@
  *    DIRECT the tiled kernel of conv-direct.c; a ConvTranspose is a cuBLAS
  *    GEMM (the runtime's) and the col2im kernel of conv-transpose.c.
  *  - POOL: pool.c's kernel, a thread per output, in the parameters of a loop
- *    kernel (launch[0]).
+ *    kernel (launch[0]); SCAN: scan.c's, a thread per line, the same way.
  * LayoutTransform is a pointwise LOOP plan (a load in one layout, a store
  * in the other), looped in the destination's order so stores coalesce.
  * GEMM goes to cuBLAS; its epilogue is a pointwise kernel.
@@ -762,6 +762,12 @@ pl_codegen_cuda_kernel (GString *out, const PlKernelPlan *p, int n_sms, PlCudaLa
     {
       /* the parameters of a loop kernel: (x, y, scratch) */
       pl_pool_emit_cuda (out, &p->pool, p->name, n_sms, &launch[0].block, &launch[0].grid);
+      launch[0].entry = g_strdup (p->name);
+      return 1;
+    }
+  if (p->kind == PL_PLAN_SCAN)
+    {
+      pl_scan_emit_cuda (out, &p->scan, p->name, n_sms, &launch[0].block, &launch[0].grid);
       launch[0].entry = g_strdup (p->name);
       return 1;
     }

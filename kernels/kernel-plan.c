@@ -780,6 +780,22 @@ plan_pool (const char *name, PlNode *node)
   return p;
 }
 
+/* A CumSum: its generated kernel (scan.c), else a fallback saying why. */
+static PlKernelPlan *
+plan_scan (const char *name, PlNode *node)
+{
+  PlScanDesc d;
+  g_autofree char *why = NULL;
+  if (!pl_scan_desc_from_node (node, &d, &why))
+    return plan_single (name, node, PL_PLAN_FALLBACK, why);
+  g_autofree char *note = pl_scan_describe (&d);
+  PlKernelPlan *p = plan_single (name, node, PL_PLAN_SCAN, note);
+  g_ptr_array_set_size (p->inputs, 1);   /* the axis, a constant: no slot */
+  p->scan = d;
+  p->flops = d.outer * d.len * d.inner;
+  return p;
+}
+
 PlKernelPlan *
 pl_kernel_plan_for_node (const char *name, const PlNode *cnode, GError **error)
 {
@@ -797,6 +813,8 @@ pl_kernel_plan_for_node (const char *name, const PlNode *cnode, GError **error)
     return plan_single (name, node, PL_PLAN_ALIAS, "a view: no kernel");
   if (pl_pool_is_op (node->op))
     return plan_pool (name, node);
+  if (node->op == PL_OP_CumSum)
+    return plan_scan (name, node);
   g_autoptr (GPtrArray) outs = g_ptr_array_new ();
   for (int i = 0; i < node->n_outputs; i++)
     if (node->outputs[i])
@@ -859,7 +877,7 @@ static const char *const red_names[] = { "sum", "prod", "max", "min", "argmax", 
 char *
 pl_kernel_plan_dump (const PlKernelPlan *p)
 {
-  static const char *const kinds[] = { "loop", "gemm", "conv", "pool", "alias", "fallback" };
+  static const char *const kinds[] = { "loop", "gemm", "conv", "pool", "scan", "alias", "fallback" };
   G_STATIC_ASSERT (G_N_ELEMENTS (kinds) == PL_PLAN_FALLBACK + 1);
   static const char *const levels[] = { "const", "row", "elem" };
   GString *s = g_string_new (NULL);

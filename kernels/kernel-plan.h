@@ -17,7 +17,8 @@
  * CONV plan too (conv.transpose): a GEMM into a column matrix and a
  * generated col2im (conv-transpose.h). POOL plans are one
  * generated pooling kernel (pool.h), input slot 0 X and output slot 0 Y
- * (MaxPool's unused Indices get no slot). FALLBACK plans run the
+ * (MaxPool's unused Indices get no slot); SCAN plans likewise one
+ * generated CumSum kernel (scan.h; the constant axis gets no slot). FALLBACK plans run the
  * op's reference implementation; ALIAS plans (Reshape, Squeeze, ...) launch
  * nothing: the output shares the input's buffer.
  * Internal to kernels/.
@@ -27,6 +28,7 @@
 #include "graph.h"
 #include "index-expr.h"
 #include "pool.h"
+#include "scan.h"
 
 G_BEGIN_DECLS
 
@@ -159,6 +161,7 @@ typedef enum {
   PL_PLAN_GEMM,      /* a (batched) GEMM + epilogue */
   PL_PLAN_CONV,      /* a convolution (im2col + GEMM on the CPU) + epilogue */
   PL_PLAN_POOL,      /* a generated pooling kernel (pool.h): X -> Y in their layout */
+  PL_PLAN_SCAN,      /* a generated CumSum kernel (scan.h): X -> Y */
   PL_PLAN_ALIAS,     /* the output is the input (Reshape, Squeeze, Identity, ...) */
   PL_PLAN_FALLBACK,  /* the op's reference implementation on host tensors */
 } PlPlanKind;
@@ -215,6 +218,7 @@ struct _PlKernelPlan {
   PlGemmDesc    gemm;        /* GEMM; a transposed CONV: one image's GEMM, cols_g = W_g^T X_g batched over groups */
   PlConvDesc    conv;
   PlPoolDesc    pool;        /* POOL */
+  PlScanDesc    scan;        /* SCAN */
   int           lib_slot;    /* GEMM/CONV with an epilogue: the input slot holding the library result */
   bool          in_place;    /* GEMM/CONV: the library writes output 0; the epilogue updates it in place */
   bool         *shared_in;   /* LOOP: per slot, whether it shares memory with an output slot (the */

@@ -467,8 +467,8 @@ test_fallback (void)
 {
   g_autoptr (PlGraph) g = pl_test_parse (
     "graph fb opset 17 {\n"
-    "  input x: f32[4, 6]\n  const ax: i64[] = 1\n"
-    "  e = Exp(x)\n  g = CumSum(e, ax)\n  y = Relu(g)\n  output y\n}\n");
+    "  input x: f32[4, 6]\n  const rows: i64[2, 1] = [3, 1]\n"
+    "  e = Exp(x)\n  g = GatherND(e, rows)\n  y = Relu(g)\n  output y\n}\n");
   g_autoptr (PlRunReport) r = check_graph (g, 15, 1e-6, 1e-6);
   g_assert_cmpint (r->n_kernels, ==, 3);
   g_assert_true (r->kernels[1].fallback);
@@ -612,6 +612,20 @@ test_space_depth_tile (void)
   g_assert_nonnull (strstr (dump, "loop (Exp+DepthToSpace+Relu)"));
   g_autofree char *dump2 = fusion_plan_dump (f, "z");
   g_assert_nonnull (strstr (dump2, "loop (DepthToSpace+SpaceToDepth)"));
+}
+
+/* CumSum is its own generated kernel (a scan plan), between fusions. */
+static void
+test_cumsum (void)
+{
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_CUMSUM_GRAPH, 27, 0, &rf);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", pl_graph_find_value (f, "z")->producer, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (p->kind, ==, PL_PLAN_SCAN);
+  g_assert_cmpstr (p->note, ==, "cumsum 1x[4]x1100 exclusive reverse");
+  g_assert_cmpuint (p->inputs->len, ==, 1);
 }
 
 /* OneHot is a select on the index (generated, fused with what feeds its
@@ -1468,6 +1482,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/pad-trilu", test_pad_trilu);
   g_test_add_func ("/Passlab/KernelsCpu/pad-modes", test_pad_modes);
   g_test_add_func ("/Passlab/KernelsCpu/gather-out-of-range", test_gather_out_of_range);
+  g_test_add_func ("/Passlab/KernelsCpu/cumsum", test_cumsum);
   g_test_add_func ("/Passlab/KernelsCpu/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCpu/onehot", test_onehot);
   g_test_add_func ("/Passlab/KernelsCpu/split-parts", test_split_parts);

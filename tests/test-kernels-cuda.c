@@ -340,6 +340,13 @@ test_onehot (void)
   check_unfused_and_fused (PL_TEST_ONEHOT_GRAPH, 4, 2);
 }
 
+/* CumSum, a thread per line (scan.c). */
+static void
+test_cumsum (void)
+{
+  check_unfused_and_fused (PL_TEST_CUMSUM_GRAPH, 7, 7);
+}
+
 /* Nearest Resize by integer factors, alone and fused. */
 static void
 test_resize_nearest (void)
@@ -512,6 +519,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/pad-modes", test_pad_modes);
   g_test_add_func ("/Passlab/KernelsCuda/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCuda/onehot", test_onehot);
+  g_test_add_func ("/Passlab/KernelsCuda/cumsum", test_cumsum);
   g_test_add_func ("/Passlab/KernelsCuda/split-parts", test_split_parts);
   g_test_add_func ("/Passlab/KernelsCuda/gather", test_gather);
   g_test_add_func ("/Passlab/KernelsCuda/gather-out-of-range", test_gather_out_of_range);

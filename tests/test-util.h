@@ -58,6 +58,18 @@
   "  j1 = Add(j, one)\n  o2 = OneHot(j1, depth, vals) {axis=0}\n" \
   "  output r, o2\n}\n"
 
+/* CumSum (generated, scan.c) of each dtype it generates, along a middle,
+ * the first and the last axis, inclusive, exclusive and in reverse; n's
+ * 1100 lines span three chunks of the C kernel. */
+#define PL_TEST_CUMSUM_GRAPH \
+  "graph cs opset 14 {\n" \
+  "  input x: f32[3, 700, 5]\n  input n: i64[4, 1100]\n  input w: f64[2, 9]\n  input m: i32[6, 7]\n" \
+  "  const a1: i64[] = 1\n  const a0: i32[] = 0\n  const am1: i64[] = -1\n" \
+  "  e = Exp(x)\n  y = CumSum(e, a1)\n  r = Relu(y)\n" \
+  "  z = CumSum(n, a0) {exclusive=1, reverse=1}\n  v = CumSum(w, am1) {reverse=1}\n" \
+  "  t = CumSum(x, am1) {exclusive=1}\n  u = CumSum(m, a1)\n" \
+  "  output r, z, v, t, u\n}\n"
+
 /* Split into parts of different sizes (a kernel per part), along the last
  * axis by a constant split and along the first in three. */
 #define PL_TEST_SPLIT_PARTS_GRAPH \
