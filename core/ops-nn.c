@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "einsum.h"
 #include "ops-nn-private.h"
 
 /* --- shared helpers --------------------------------------------------------- */
@@ -404,26 +405,17 @@ gemm_eval (const PlNode *node, PlTensor *const *inputs, PlTensor **outputs, GErr
 /* --- Einsum ------------------------------------------------------------------------
  *
  * The equation names each axis of each operand with a letter; "..." stands
- * for the broadcast leading axes. Letters map to label ids 0..51 in ASCII
- * order (A-Z, then a-z, as numpy sorts them for the implicit output); the
- * broadcast ellipsis axes get ids 52.. right-aligned across operands. An
- * operand repeating a letter reads a diagonal (its strides for that label
- * add up); labels missing from the output are summed over.
+ * for the broadcast leading axes (labels: einsum.h). An operand repeating a
+ * letter reads a diagonal (its strides for that label add up); labels
+ * missing from the output are summed over.
  */
 
-#define EINSUM_LETTERS  52
-#define EINSUM_LABELS   (EINSUM_LETTERS + PL_MAX_RANK)
-#define EINSUM_MAX_IN   16
+#define EINSUM_LETTERS  PL_EINSUM_LETTERS
+#define EINSUM_LABELS   PL_EINSUM_LABELS
+#define EINSUM_MAX_IN   PL_EINSUM_MAX_IN
 #define EINSUM_NONE     (-1)
 
-typedef struct {
-  int    n_inputs;
-  int    rank[EINSUM_MAX_IN];
-  gint8  ids[EINSUM_MAX_IN][PL_MAX_RANK];  /* label id of each operand axis */
-  int    out_rank;
-  gint8  out_ids[PL_MAX_RANK];
-  int    n_ellipsis;                       /* broadcast ellipsis rank */
-} EinsumPlan;
+typedef PlEinsumPlan EinsumPlan;
 
 /* One term as written: letter ids, and where "..." sits (-1: nowhere). */
 typedef struct {
@@ -490,8 +482,8 @@ einsum_expand (const char *eq, const EinsumTerm *t, int rank, int n_ellipsis, gi
 }
 
 /* Parses the equation for operands of the given ranks (all known). */
-static bool
-einsum_plan (const char *eq, int n_inputs, const int *ranks, EinsumPlan *plan, GError **error)
+bool
+pl_einsum_plan (const char *eq, int n_inputs, const int *ranks, EinsumPlan *plan, GError **error)
 {
   const char *arrow = strstr (eq, "->"), *lhs_end = arrow ? arrow : eq + strlen (eq);
   EinsumTerm terms[EINSUM_MAX_IN], out_term;
@@ -655,7 +647,7 @@ einsum_infer (PlNode *node, GError **error)
     }
   if (known)
     {
-      if (!einsum_plan (eq, node->n_inputs, ranks, &plan, error)
+      if (!pl_einsum_plan (eq, node->n_inputs, ranks, &plan, error)
           || !einsum_label_dims (eq, &plan, shapes, dims, error))
         return false;
       out.rank = plan.out_rank;
@@ -689,7 +681,7 @@ einsum_eval (const PlNode *node, PlTensor *const *inputs, PlTensor **outputs, GE
       shapes[i] = pl_tensor_shape (inputs[i]);
       ranks[i] = inputs[i]->rank;
     }
-  if (!einsum_plan (eq, n_in, ranks, &plan, error)
+  if (!pl_einsum_plan (eq, n_in, ranks, &plan, error)
       || !einsum_label_dims (eq, &plan, shapes, ldims, error))
     return false;
 

@@ -12,6 +12,7 @@
  *   MeanVarianceNormalization  the same chain over its axes, the epsilon (1e-9) after the root
  *   HardSigmoid, HardSwish, Softplus, Mish, Elu, Selu, Celu      their formulas
  *   ReduceL1/L2/SumSquare/LogSum/LogSumExp                     Abs/Mul, ReduceSum, ...
+ *   Einsum        (one or two operands) ReduceSum, Transpose, Reshape, MatMul, Reshape, Transpose
  *   LRN           Mul (square), Pad channels, Add of `size` shifted Slices, Mul, Add, Pow, Div
  *   NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss   (LogSoftmax,) GatherElements of the
  *                 targets' log-probabilities, Gather of their weights, Neg, the reduction
@@ -31,6 +32,7 @@
  */
 #define G_LOG_DOMAIN "passlab"
 #include "builtin-passes.h"
+#include "einsum.h"
 #include "rewrite.h"
 
 #include <math.h>
@@ -711,6 +713,165 @@ expand_loss (B *b, const PlNode *n)
   return b_op (b, "Div", "mean_loss", total, b_reduce (b, "ReduceSum", "sum_weight", wt, &all, false));
 }
 
+/* --- Einsum ---------------------------------------------------------------------------- */
+
+/* x laid out in `order` (labels), as a Transpose unless it already is. */
+static PlValue *
+b_transpose_labels (B *b, const char *suffix, PlValue *x, const gint8 *have, const gint8 *want, int rank)
+{
+  int64_t perm[PL_MAX_RANK];
+  bool identity = true;
+  for (int j = 0; j < rank; j++)
+    {
+      int k = 0;
+      while (have[k] != want[j])
+        k++;
+      perm[j] = k;
+      identity = identity && k == j;
+    }
+  if (identity)
+    return x;
+  PlNode *t = b_add (b, "Transpose", suffix, 1, &x);
+  if (t)
+    pl_node_set_attr_ints (t, "perm", perm, rank);
+  return b_fin (b, t);
+}
+
+/* x reshaped to dims[rank], unless it has them already. */
+static PlValue *
+b_reshape (B *b, const char *suffix, PlValue *x, const int64_t *dims, int rank)
+{
+  if (!b_ok (b))
+    return NULL;
+  if (x->shape.rank == rank)
+    {
+      int64_t have[PL_MAX_RANK];
+      if (pl_shape_get_dims (&x->shape, have) && (rank == 0 || memcmp (have, dims, sizeof (int64_t) * rank) == 0))
+        return x;
+    }
+  g_autofree char *shape_name = g_strdup_printf ("%s_shape", suffix);
+  return b_op (b, "Reshape", suffix, x, b_ints (b, shape_name, dims, rank));
+}
+
+/* A label list and the product of its sizes. */
+typedef struct {
+  gint8   id[PL_MAX_RANK];
+  int     n;
+  int64_t size;
+} Labels;
+
+static void
+labels_add (Labels *l, int id, const int64_t *size)
+{
+  l->id[l->n++] = (gint8) id;
+  l->size *= size[id];
+}
+
+/* Einsum of one or two operands of static shapes: each operand's labels
+ * that neither the output nor the other operand has are summed away
+ * (ReduceSum); one operand is then transposed into the output's order;
+ * two are laid out as [batch, free, contracted] and [batch, contracted,
+ * free] (Transpose), flattened to three dims (Reshape), multiplied
+ * (MatMul: a GEMM), unflattened and transposed into the output's order.
+ * Refused: more operands, a repeated subscript in one operand (a
+ * diagonal), a label of size 1 broadcast against a larger one. */
+static PlValue *
+expand_einsum (B *b, const PlNode *n)
+{
+  const char *eq = pl_node_attr_string (n, "equation", "");
+  int n_in = n->n_inputs;
+  if (n_in < 1 || n_in > 2)
+    return refuse (b, "not one or two operands");
+  PlValue *x[2] = { NULL, NULL };
+  int ranks[2];
+  int64_t dims[2][PL_MAX_RANK], size[PL_EINSUM_LABELS];
+  for (int i = 0; i < n_in; i++)
+    {
+      x[i] = n->inputs[i];
+      if (!x[i] || !pl_dtype_is_float (x[i]->dtype) || x[i]->dtype != n->inputs[0]->dtype
+          || !pl_shape_get_dims (&x[i]->shape, dims[i]))
+        return refuse (b, "operands not of one float type and static shapes");
+      ranks[i] = x[i]->shape.rank;
+    }
+  PlEinsumPlan plan;
+  if (!pl_einsum_plan (eq, n_in, ranks, &plan, NULL))
+    return refuse (b, "the equation does not parse");
+  int where[PL_EINSUM_LABELS] = { 0 };   /* bit i: operand i has the label; bit 2: the output */
+  for (int i = 0; i < n_in; i++)
+    for (int j = 0; j < ranks[i]; j++)
+      {
+        int id = plan.ids[i][j];
+        if (where[id] & (1 << i))
+          return refuse (b, "a subscript repeats in an operand (a diagonal)");
+        if (where[id] && size[id] != dims[i][j])
+          return refuse (b, "a label of size 1 broadcasts");
+        where[id] |= 1 << i;
+        size[id] = dims[i][j];
+      }
+  for (int j = 0; j < plan.out_rank; j++)
+    where[plan.out_ids[j]] |= 4;
+
+  /* sum away what only one operand has and the output does not */
+  gint8 ids[2][PL_MAX_RANK];
+  int rank[2];
+  for (int i = 0; i < n_in; i++)
+    {
+      Axes ax = { .n = 0 };
+      rank[i] = 0;
+      for (int j = 0; j < ranks[i]; j++)
+        {
+          int id = plan.ids[i][j];
+          if (where[id] == (1 << i))
+            ax.v[ax.n++] = j;
+          else
+            ids[i][rank[i]++] = (gint8) id;
+        }
+      if (ax.n > 0)
+        x[i] = b_reduce (b, "ReduceSum", i == 0 ? "sum_a" : "sum_b", x[i], &ax, false);
+    }
+  if (n_in == 1)
+    {
+      PlValue *y = b_transpose_labels (b, "transpose", x[0], ids[0], plan.out_ids, plan.out_rank);
+      /* the output takes the Einsum's name: never the operand itself */
+      return y == n->inputs[0] ? b_op (b, "Identity", "identity", y, NULL) : y;
+    }
+
+  /* batch labels in the output's order; the others in their operand's, so
+   * an operand already laid out needs no Transpose */
+  Labels batch = { .size = 1 }, free_a = { .size = 1 }, free_b = { .size = 1 }, contracted = { .size = 1 };
+  for (int j = 0; j < plan.out_rank; j++)
+    if (where[plan.out_ids[j]] == 7)
+      labels_add (&batch, plan.out_ids[j], size);
+  for (int j = 0; j < rank[0]; j++)
+    if (where[ids[0][j]] == 5 || where[ids[0][j]] == 3)
+      labels_add (where[ids[0][j]] == 5 ? &free_a : &contracted, ids[0][j], size);
+  for (int j = 0; j < rank[1]; j++)
+    if (where[ids[1][j]] == 6)
+      labels_add (&free_b, ids[1][j], size);
+  gint8 order_a[PL_MAX_RANK], order_b[PL_MAX_RANK], order_c[PL_MAX_RANK];
+  int na = 0, nb = 0, nc = 0;
+  for (int j = 0; j < batch.n; j++)
+    order_a[na++] = order_b[nb++] = order_c[nc++] = batch.id[j];
+  for (int j = 0; j < free_a.n; j++)
+    order_a[na++] = order_c[nc++] = free_a.id[j];
+  for (int j = 0; j < contracted.n; j++)
+    order_a[na++] = order_b[nb++] = contracted.id[j];
+  for (int j = 0; j < free_b.n; j++)
+    order_b[nb++] = order_c[nc++] = free_b.id[j];
+  bool batched = batch.n > 0;
+  int64_t shape_a[3] = { batch.size, free_a.size, contracted.size }, shape_b[3] = { batch.size, contracted.size, free_b.size };
+  PlValue *a = b_transpose_labels (b, "transpose_a", x[0], ids[0], order_a, na);
+  PlValue *m = b_transpose_labels (b, "transpose_b", x[1], ids[1], order_b, nb);
+  a = b_reshape (b, "flat_a", a, shape_a + !batched, 2 + batched);
+  m = b_reshape (b, "flat_b", m, shape_b + !batched, 2 + batched);
+  PlValue *c = b_op (b, "MatMul", "matmul", a, m);
+  int64_t unflat[PL_MAX_RANK];
+  for (int j = 0; j < nc; j++)
+    unflat[j] = size[order_c[j]];
+  c = b_reshape (b, "unflat", c, unflat, nc);
+  return b_transpose_labels (b, "transpose", c, order_c, plan.out_ids, plan.out_rank);
+}
+
 typedef PlValue *(*ExpandFunc) (B *b, const PlNode *n);
 
 static const struct {
@@ -737,6 +898,7 @@ static const struct {
   { PL_OP_ReduceLogSum, expand_reduce },
   { PL_OP_ReduceLogSumExp, expand_reduce },
   { PL_OP_LRN, expand_lrn },
+  { PL_OP_Einsum, expand_einsum },
   { PL_OP_NegativeLogLikelihoodLoss, expand_loss },
   { PL_OP_SoftmaxCrossEntropyLoss, expand_loss },
 };

@@ -641,6 +641,47 @@ test_lrn (void)
   assert_ints_attr (node (s9->graph, "y/window1"), "starts", PL_DIMS (1), 1);
 }
 
+/* --- Einsum ------------------------------------------------------------------------------------------ */
+
+/* Einsum as ReduceSum, Transpose, Reshape and MatMul: matrix and batched
+ * products, attention's scores, implicit outputs, an ellipsis, an outer
+ * product, sums, a transpose, a label only one operand has; a diagonal is
+ * kept. Each checked against the op on random inputs. */
+static void
+test_einsum (void)
+{
+  static const struct { const char *eq, *a, *b, *ops; } cases[] = {
+    { "bij,bjk->bik", "f32[2, 3, 4]", "f32[2, 4, 5]", "MatMul:1" },
+    { "ij,jk", "f32[3, 4]", "f32[4, 5]", "MatMul:1" },
+    { "bhqd,bhkd->bhqk", "f32[2, 3, 4, 8]", "f32[2, 3, 5, 8]", "MatMul:1 Reshape:3 Transpose:1" },
+    { "...ij,...jk->...ik", "f64[2, 3, 4, 5]", "f64[2, 3, 5, 2]", "MatMul:1 Reshape:3" },
+    { "abc,cd->dba", "f32[2, 3, 4]", "f32[4, 5]", "MatMul:1 Reshape:2 Transpose:1" },
+    { "ij,kl->ijkl", "f32[2, 3]", "f32[4, 5]", "MatMul:1 Reshape:3" },
+    { "ijk,ik->j", "f32[3, 4, 5]", "f32[3, 5]", "MatMul:1 Reshape:3 Transpose:1" },
+    { "i,i", "f64[7]", "f64[7]", "MatMul:1 Reshape:3" },
+    { "ij,j->i", "f32[3, 6]", "f32[6]", "MatMul:1 Reshape:2" },
+    { "ij->ji", "f32[3, 4]", NULL, "Transpose:1" },
+    { "ijk->i", "f32[3, 4, 5]", NULL, "ReduceSum:1" },
+    { "ij", "f32[3, 4]", NULL, "Identity:1" },
+  };
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      g_autofree char *text = g_strdup_printf ("graph g opset 17 {\n  input a: %s\n%s%s%s"
+                                               "  y = Einsum(a%s) {equation=\"%s\"}\n  output y\n}\n",
+                                               cases[c].a, cases[c].b ? "  input b: " : "", cases[c].b ? cases[c].b : "",
+                                               cases[c].b ? "\n" : "", cases[c].b ? ", b" : "", cases[c].eq);
+      g_autoptr (PlHistory) h = decompose (text, NULL);
+      PlStep *s = last_step (h);
+      assert_ops (s->graph, cases[c].ops);
+      g_assert_cmpint (pl_pass_report_get (s->counters, "Einsum expanded"), ==, 1);
+    }
+  g_autoptr (PlHistory) h = decompose ("graph g opset 17 {\n  input a: f32[2, 3, 3]\n"
+                                       "  y = Einsum(a) {equation=\"bii->bi\"}\n  output y\n}\n", NULL);
+  PlStep *s = last_step (h);
+  assert_ops (s->graph, "Einsum:1");
+  g_assert_nonnull (strstr (s->report, "kept 1 Einsum (a subscript repeats in an operand (a diagonal))"));
+}
+
 /* --- losses ------------------------------------------------------------------------------------ */
 
 /* Both losses with and without weights and ignore_index, every reduction,
@@ -739,6 +780,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/PassDecompose/no-change", test_no_change);
   g_test_add_func ("/Passlab/PassDecompose/readers", test_readers);
   g_test_add_func ("/Passlab/PassDecompose/lrn", test_lrn);
+  g_test_add_func ("/Passlab/PassDecompose/einsum", test_einsum);
   g_test_add_func ("/Passlab/PassDecompose/losses", test_losses);
   g_test_add_func ("/Passlab/PassDecompose/samples", test_samples);
   return g_test_run ();
