@@ -528,6 +528,9 @@ pl_codegen_c_kernel (GString *out, const PlKernelPlan *p)
     case PL_PLAN_SCAN:
       pl_scan_emit_c (out, &p->scan, p->name);
       return true;
+    case PL_PLAN_SCATTER:
+      pl_scatter_emit_c (out, &p->scatter, p->name);
+      return true;
     case PL_PLAN_CONV:
       if (p->conv.transpose)
         {

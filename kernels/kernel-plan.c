@@ -796,6 +796,20 @@ plan_scan (const char *name, PlNode *node)
   return p;
 }
 
+/* ScatterND / ScatterElements / Scatter: generated (scatter.c), else a fallback saying why. */
+static PlKernelPlan *
+plan_scatter (const char *name, PlNode *node)
+{
+  PlScatterDesc d;
+  g_autofree char *why = NULL;
+  if (!pl_scatter_desc_from_node (node, &d, &why))
+    return plan_single (name, node, PL_PLAN_FALLBACK, why);
+  g_autofree char *note = pl_scatter_describe (&d);
+  PlKernelPlan *p = plan_single (name, node, PL_PLAN_SCATTER, note);
+  p->scatter = d;
+  return p;
+}
+
 PlKernelPlan *
 pl_kernel_plan_for_node (const char *name, const PlNode *cnode, GError **error)
 {
@@ -815,6 +829,8 @@ pl_kernel_plan_for_node (const char *name, const PlNode *cnode, GError **error)
     return plan_pool (name, node);
   if (node->op == PL_OP_CumSum)
     return plan_scan (name, node);
+  if (node->op == PL_OP_ScatterND || node->op == PL_OP_ScatterElements || node->op == PL_OP_Scatter)
+    return plan_scatter (name, node);
   g_autoptr (GPtrArray) outs = g_ptr_array_new ();
   for (int i = 0; i < node->n_outputs; i++)
     if (node->outputs[i])
@@ -851,6 +867,8 @@ pl_plan_transpose_dim (const PlKernelPlan *p)
 bool
 pl_kernel_plan_checks (const PlKernelPlan *p)
 {
+  if (p->kind == PL_PLAN_SCATTER)
+    return true;
   if (!p->loop)
     return false;
   for (guint i = 0; i < p->loop->instrs->len; i++)
@@ -860,6 +878,16 @@ pl_kernel_plan_checks (const PlKernelPlan *p)
         return true;
     }
   return false;
+}
+
+char *
+pl_kernel_plan_check_name (const PlKernelPlan *p, int64_t id)
+{
+  if (p->kind == PL_PLAN_SCATTER)
+    return pl_scatter_check_name (&p->scatter, p->node, id);
+  if (p->loop && id > 0 && id <= (int64_t) p->loop->checks->len)
+    return g_strdup (p->loop->checks->pdata[id - 1]);
+  return g_strdup ("an op");
 }
 
 /* --- dump -------------------------------------------------------------------------- */
@@ -877,7 +905,7 @@ static const char *const red_names[] = { "sum", "prod", "max", "min", "argmax", 
 char *
 pl_kernel_plan_dump (const PlKernelPlan *p)
 {
-  static const char *const kinds[] = { "loop", "gemm", "conv", "pool", "scan", "alias", "fallback" };
+  static const char *const kinds[] = { "loop", "gemm", "conv", "pool", "scan", "scatter", "alias", "fallback" };
   G_STATIC_ASSERT (G_N_ELEMENTS (kinds) == PL_PLAN_FALLBACK + 1);
   static const char *const levels[] = { "const", "row", "elem" };
   GString *s = g_string_new (NULL);

@@ -18,7 +18,8 @@
  * generated col2im (conv-transpose.h). POOL plans are one
  * generated pooling kernel (pool.h), input slot 0 X and output slot 0 Y
  * (MaxPool's unused Indices get no slot); SCAN plans likewise one
- * generated CumSum kernel (scan.h; the constant axis gets no slot). FALLBACK plans run the
+ * generated CumSum kernel (scan.h; the constant axis gets no slot);
+ * SCATTER plans read data, indices and updates (scatter.h). FALLBACK plans run the
  * op's reference implementation; ALIAS plans (Reshape, Squeeze, ...) launch
  * nothing: the output shares the input's buffer.
  * Internal to kernels/.
@@ -29,6 +30,7 @@
 #include "index-expr.h"
 #include "pool.h"
 #include "scan.h"
+#include "scatter.h"
 
 G_BEGIN_DECLS
 
@@ -162,6 +164,7 @@ typedef enum {
   PL_PLAN_CONV,      /* a convolution (im2col + GEMM on the CPU) + epilogue */
   PL_PLAN_POOL,      /* a generated pooling kernel (pool.h): X -> Y in their layout */
   PL_PLAN_SCAN,      /* a generated CumSum kernel (scan.h): X -> Y */
+  PL_PLAN_SCATTER,   /* generated ScatterND / ScatterElements kernels (scatter.h) */
   PL_PLAN_ALIAS,     /* the output is the input (Reshape, Squeeze, Identity, ...) */
   PL_PLAN_FALLBACK,  /* the op's reference implementation on host tensors */
 } PlPlanKind;
@@ -219,6 +222,7 @@ struct _PlKernelPlan {
   PlConvDesc    conv;
   PlPoolDesc    pool;        /* POOL */
   PlScanDesc    scan;        /* SCAN */
+  PlScatterDesc scatter;     /* SCATTER */
   int           lib_slot;    /* GEMM/CONV with an epilogue: the input slot holding the library result */
   bool          in_place;    /* GEMM/CONV: the library writes output 0; the epilogue updates it in place */
   bool         *shared_in;   /* LOOP: per slot, whether it shares memory with an output slot (the */
@@ -265,9 +269,11 @@ bool          pl_kernel_plan_restrict (const PlKernelPlan *p, bool output, int k
 /* Whether p's loop checks indices (PL_SOP_CHECK): its code then takes a
  * status (PL_STATUS_WORDS int64s; cpu: args[n_in + n_out]; cuda: the
  * argument before the scratch) where the first index out of range that a
- * thread claims writes the check's number and the index. */
+ * thread claims writes the check's number and the index (SCATTER plans
+ * always check). pl_kernel_plan_check_name: what check `id` guards. */
 #define PL_STATUS_WORDS 2
 bool          pl_kernel_plan_checks   (const PlKernelPlan *p);
+char         *pl_kernel_plan_check_name (const PlKernelPlan *p, int64_t id);
 /* A readable dump of the loop IR (tests, --show-source). */
 char         *pl_kernel_plan_dump     (const PlKernelPlan *p);
 

@@ -364,6 +364,12 @@ exec_cuda (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
       if (p->lib_slot >= 0)
         ptr[p->lib_slot] = target;
     }
+  if (p->kind == PL_PLAN_SCATTER)   /* the copy of the data first */
+    {
+      void *copy[2] = { &ptr[0], &ptr[n_in] };
+      if (!pl_cuda_launch (e->cuda, st->cu_fn[1], &st->launch[1], copy, error))
+        return false;
+    }
   if (!st->cu_fn[0])
     return true;
   int n_params = n_in + n_out + 1;
@@ -638,8 +644,7 @@ status_ok (PlExecutable *e, int s, GError **error)
   const int64_t *w = &e->status[PL_STATUS_WORDS * st->status];
   if (!w[0])
     return true;
-  const GPtrArray *checks = st->plan->loop->checks;
-  const char *what = w[0] > 0 && w[0] <= (int64_t) checks->len ? checks->pdata[w[0] - 1] : "an op";
+  g_autofree char *what = pl_kernel_plan_check_name (st->plan, w[0]);
   g_set_error (error, PL_ERROR, PL_ERROR_EXEC,
                "kernel %s (%s): index %" G_GINT64_FORMAT " of %s is out of range", st->plan->name, st->plan->ops,
                w[1], what);

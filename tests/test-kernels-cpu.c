@@ -628,6 +628,43 @@ test_cumsum (void)
   g_assert_cmpuint (p->inputs->len, ==, 1);
 }
 
+/* ScatterND and ScatterElements are their own generated kernels; an index
+ * out of range fails the run naming the op, the index and the axis. */
+static void
+test_scatter (void)
+{
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_SCATTER_GRAPH, 28, 0, &rf);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", pl_graph_find_value (f, "a")->producer, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (p->kind, ==, PL_PLAN_SCATTER);
+  g_assert_cmpstr (p->note, ==, "scatternd 3 slices of 24 into [8, 4, 6], add");
+
+  g_autoptr (PlGraph) g = pl_test_parse ("graph s opset 16 {\n  input x: f32[4, 3]\n  input i: i64[2, 1]\n"
+                                         "  input u: f32[2, 3]\n  s = ScatterND(x, i, u)\n  output s\n}\n");
+  PlCompileOptions o;
+  pl_compile_options_init (&o, PL_BACKEND_CPU);
+  PlExecutable *e = pl_executable_new (g, &o, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlTensor) x = pl_test_random (PL_DTYPE_F32, 2, PL_DIMS (4, 3), 1, -1, 1);
+  g_autoptr (PlTensor) u = pl_test_random (PL_DTYPE_F32, 2, PL_DIMS (2, 3), 2, -1, 1);
+  g_autoptr (PlTensor) bad = pl_test_tensor (PL_DTYPE_I64, 2, PL_DIMS (2, 1), (const double[]) { 1, 4 });
+  g_autoptr (PlTensor) good = pl_test_tensor (PL_DTYPE_I64, 2, PL_DIMS (2, 1), (const double[]) { 1, -4 });
+  g_assert_null (pl_executable_run (e, (PlTensor *[]) { x, bad, u }, 0, NULL, &error));
+  g_assert_nonnull (error);
+  g_assert_nonnull (strstr (error->message, "index 4 of ScatterND 's' (axis 0 of size 4) is out of range"));
+  g_clear_error (&error);
+  PlTensor **got = pl_executable_run (e, (PlTensor *[]) { x, good, u }, 0, NULL, &error);
+  g_assert_no_error (error);
+  PlTensor **want = pl_interp_run (g, (PlTensor *[]) { x, good, u }, NULL, &error);
+  g_assert_no_error (error);
+  pl_test_assert_close (got[0], want[0], 0, 0);
+  pl_interp_free_outputs (got, 1);
+  pl_interp_free_outputs (want, 1);
+  pl_executable_free (e);
+}
+
 /* OneHot is a select on the index (generated, fused with what feeds its
  * indices and what reads it). */
 static void
@@ -1483,6 +1520,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/pad-modes", test_pad_modes);
   g_test_add_func ("/Passlab/KernelsCpu/gather-out-of-range", test_gather_out_of_range);
   g_test_add_func ("/Passlab/KernelsCpu/cumsum", test_cumsum);
+  g_test_add_func ("/Passlab/KernelsCpu/scatter", test_scatter);
   g_test_add_func ("/Passlab/KernelsCpu/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCpu/onehot", test_onehot);
   g_test_add_func ("/Passlab/KernelsCpu/split-parts", test_split_parts);

@@ -70,6 +70,21 @@
   "  t = CumSum(x, am1) {exclusive=1}\n  u = CumSum(m, a1)\n" \
   "  output r, z, v, t, u\n}\n"
 
+/* ScatterND (slices, with a repeated index and add; single elements by
+ * pairs of i32 indices) and ScatterElements / Scatter (negative indices,
+ * max; updates smaller than the data), each generated (scatter.c). */
+#define PL_TEST_SCATTER_GRAPH \
+  "graph sc opset 16 {\n" \
+  "  input x: f32[8, 4, 6]\n  input u: f32[3, 4, 6]\n  input m: i64[5, 6]\n  input v: i64[4]\n" \
+  "  input e: f64[4, 5]\n  input w: f64[3, 3]\n" \
+  "  const rows: i64[3, 1] = [2, -1, 2]\n  const cells: i32[4, 2] = [0, 1, 4, 5, -1, 0, 2, 2]\n" \
+  "  const cols: i64[3, 3] = [0, 4, -1, 1, 1, 2, -5, 3, 0]\n  const tops: i64[3, 3] = [0, 3, -1, 1, 1, 2, -4, 3, 0]\n" \
+  "  x1 = Exp(x)\n  a = ScatterND(x1, rows, u) {reduction=\"add\"}\n  r = Relu(a)\n" \
+  "  b = ScatterND(m, cells, v)\n" \
+  "  c = ScatterElements(e, cols, w) {axis=1, reduction=\"max\"}\n" \
+  "  d = ScatterElements(e, tops, w)\n" \
+  "  output r, b, c, d\n}\n"
+
 /* Split into parts of different sizes (a kernel per part), along the last
  * axis by a constant split and along the first in three. */
 #define PL_TEST_SPLIT_PARTS_GRAPH \
