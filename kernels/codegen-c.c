@@ -33,8 +33,8 @@
  * pointwise loop loads the element it then stores, in the same iteration,
  * so the `omp simd` loop stays correct: no iteration reads what another
  * writes.
- * POOL and SCAN plans are `void <name> (void *const *args)` too, from
- * pool.c and scan.c.
+ * POOL, SCAN, SCATTER and TOPK plans are `void <name> (void *const *args)`
+ * too, from pool.c, scan.c, scatter.c and topk.c.
  */
 #define G_LOG_DOMAIN "passlab"
 #include "codegen-c-private.h"
@@ -530,6 +530,9 @@ pl_codegen_c_kernel (GString *out, const PlKernelPlan *p)
       return true;
     case PL_PLAN_SCATTER:
       pl_scatter_emit_c (out, &p->scatter, p->name);
+      return true;
+    case PL_PLAN_TOPK:
+      pl_topk_emit_c (out, &p->topk, p->name);
       return true;
     case PL_PLAN_CONV:
       if (p->conv.transpose)

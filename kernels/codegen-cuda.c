@@ -21,7 +21,8 @@
  *    GEMM (the runtime's) and the col2im kernel of conv-transpose.c.
  *  - POOL: pool.c's kernel, a thread per output, in the parameters of a loop
  *    kernel (launch[0]); SCAN: scan.c's, a thread per line, the same way;
- *    SCATTER: scatter.c's copy (launch[1], run first) and scatter (launch[0]).
+ *    SCATTER: scatter.c's copy (launch[1], run first) and scatter (launch[0]);
+ *    TOPK: topk.c's, a thread per line.
  * LayoutTransform is a pointwise LOOP plan (a load in one layout, a store
  * in the other), looped in the destination's order so stores coalesce.
  * GEMM goes to cuBLAS; its epilogue is a pointwise kernel.
@@ -773,6 +774,12 @@ pl_codegen_cuda_kernel (GString *out, const PlKernelPlan *p, int n_sms, PlCudaLa
       launch[0].entry = g_strdup (p->name);
       launch[1].entry = g_strdup_printf ("%s_copy", p->name);
       return 2;
+    }
+  if (p->kind == PL_PLAN_TOPK)
+    {
+      pl_topk_emit_cuda (out, &p->topk, p->name, n_sms, &launch[0].block, &launch[0].grid);
+      launch[0].entry = g_strdup (p->name);
+      return 1;
     }
   if (p->kind == PL_PLAN_SCAN)
     {

@@ -810,6 +810,22 @@ plan_scatter (const char *name, PlNode *node)
   return p;
 }
 
+/* TopK: generated (topk.c), else a fallback saying why. */
+static PlKernelPlan *
+plan_topk (const char *name, PlNode *node)
+{
+  PlTopKDesc d;
+  g_autofree char *why = NULL;
+  if (!pl_topk_desc_from_node (node, &d, &why))
+    return plan_single (name, node, PL_PLAN_FALLBACK, why);
+  g_autofree char *note = pl_topk_describe (&d);
+  PlKernelPlan *p = plan_single (name, node, PL_PLAN_TOPK, note);
+  g_ptr_array_set_size (p->inputs, 1);   /* K, a constant: no slot */
+  p->topk = d;
+  p->flops = d.outer * d.len * d.inner;
+  return p;
+}
+
 PlKernelPlan *
 pl_kernel_plan_for_node (const char *name, const PlNode *cnode, GError **error)
 {
@@ -831,6 +847,8 @@ pl_kernel_plan_for_node (const char *name, const PlNode *cnode, GError **error)
     return plan_scan (name, node);
   if (node->op == PL_OP_ScatterND || node->op == PL_OP_ScatterElements || node->op == PL_OP_Scatter)
     return plan_scatter (name, node);
+  if (node->op == PL_OP_TopK)
+    return plan_topk (name, node);
   g_autoptr (GPtrArray) outs = g_ptr_array_new ();
   for (int i = 0; i < node->n_outputs; i++)
     if (node->outputs[i])
@@ -905,7 +923,7 @@ static const char *const red_names[] = { "sum", "prod", "max", "min", "argmax", 
 char *
 pl_kernel_plan_dump (const PlKernelPlan *p)
 {
-  static const char *const kinds[] = { "loop", "gemm", "conv", "pool", "scan", "scatter", "alias", "fallback" };
+  static const char *const kinds[] = { "loop", "gemm", "conv", "pool", "scan", "scatter", "topk", "alias", "fallback" };
   G_STATIC_ASSERT (G_N_ELEMENTS (kinds) == PL_PLAN_FALLBACK + 1);
   static const char *const levels[] = { "const", "row", "elem" };
   GString *s = g_string_new (NULL);

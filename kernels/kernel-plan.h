@@ -19,7 +19,9 @@
  * generated pooling kernel (pool.h), input slot 0 X and output slot 0 Y
  * (MaxPool's unused Indices get no slot); SCAN plans likewise one
  * generated CumSum kernel (scan.h; the constant axis gets no slot);
- * SCATTER plans read data, indices and updates (scatter.h). FALLBACK plans run the
+ * SCATTER plans read data, indices and updates (scatter.h); TOPK plans
+ * read X and write the values and the indices (topk.h; K, a constant, gets
+ * no slot). FALLBACK plans run the
  * op's reference implementation; ALIAS plans (Reshape, Squeeze, ...) launch
  * nothing: the output shares the input's buffer.
  * Internal to kernels/.
@@ -31,6 +33,7 @@
 #include "pool.h"
 #include "scan.h"
 #include "scatter.h"
+#include "topk.h"
 
 G_BEGIN_DECLS
 
@@ -165,6 +168,7 @@ typedef enum {
   PL_PLAN_POOL,      /* a generated pooling kernel (pool.h): X -> Y in their layout */
   PL_PLAN_SCAN,      /* a generated CumSum kernel (scan.h): X -> Y */
   PL_PLAN_SCATTER,   /* generated ScatterND / ScatterElements kernels (scatter.h) */
+  PL_PLAN_TOPK,      /* a generated TopK kernel (topk.h): X -> values, indices */
   PL_PLAN_ALIAS,     /* the output is the input (Reshape, Squeeze, Identity, ...) */
   PL_PLAN_FALLBACK,  /* the op's reference implementation on host tensors */
 } PlPlanKind;
@@ -223,6 +227,7 @@ struct _PlKernelPlan {
   PlPoolDesc    pool;        /* POOL */
   PlScanDesc    scan;        /* SCAN */
   PlScatterDesc scatter;     /* SCATTER */
+  PlTopKDesc    topk;        /* TOPK */
   int           lib_slot;    /* GEMM/CONV with an epilogue: the input slot holding the library result */
   bool          in_place;    /* GEMM/CONV: the library writes output 0; the epilogue updates it in place */
   bool         *shared_in;   /* LOOP: per slot, whether it shares memory with an output slot (the */

@@ -44,7 +44,7 @@ pl_runtime_compile_cpu (PlExecutable *e, GError **error)
     {
       Step *st = pl_runtime_step (e, (int) s);
       PlKernelPlan *p = st->plan;
-      if (p->loop || p->kind == PL_PLAN_POOL || p->kind == PL_PLAN_SCAN || p->kind == PL_PLAN_SCATTER)
+      if (p->loop || p->kind == PL_PLAN_POOL || p->kind == PL_PLAN_SCAN || p->kind == PL_PLAN_SCATTER || p->kind == PL_PLAN_TOPK)
         st->fn = (PlCpuKernelFn) pl_cpu_module_symbol (e->cpu, p->name);
       bool direct = p->kind == PL_PLAN_CONV && p->conv.impl == PL_CONV_IMPL_DIRECT;
       if (p->kind == PL_PLAN_CONV)
@@ -55,7 +55,7 @@ pl_runtime_compile_cpu (PlExecutable *e, GError **error)
           else
             st->im2col = (PlCpuIm2colFn) pl_cpu_module_symbol (e->cpu, sym);
         }
-      if (((p->loop || p->kind == PL_PLAN_POOL || p->kind == PL_PLAN_SCAN || p->kind == PL_PLAN_SCATTER) && !st->fn) || (p->kind == PL_PLAN_CONV && !st->im2col && !st->direct))
+      if (((p->loop || p->kind == PL_PLAN_POOL || p->kind == PL_PLAN_SCAN || p->kind == PL_PLAN_SCATTER || p->kind == PL_PLAN_TOPK) && !st->fn) || (p->kind == PL_PLAN_CONV && !st->im2col && !st->direct))
         {
           g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "%s: kernel %s missing", pl_cpu_module_path (e->cpu), p->name);
           return false;

@@ -665,6 +665,22 @@ test_scatter (void)
   pl_executable_free (e);
 }
 
+/* TopK is its own generated kernel: the reference's order, ties by index,
+ * NaN best for largest and worst for smallest. */
+static void
+test_topk (void)
+{
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_TOPK_GRAPH, 29, 0, &rf);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", pl_graph_find_value (f, "w")->producer, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (p->kind, ==, PL_PLAN_TOPK);
+  g_assert_cmpstr (p->note, ==, "top 3 of 3x[50]x2, smallest");
+  g_assert_cmpuint (p->inputs->len, ==, 1);
+  g_assert_cmpuint (p->outputs->len, ==, 2);
+}
+
 /* OneHot is a select on the index (generated, fused with what feeds its
  * indices and what reads it). */
 static void
@@ -1521,6 +1537,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/gather-out-of-range", test_gather_out_of_range);
   g_test_add_func ("/Passlab/KernelsCpu/cumsum", test_cumsum);
   g_test_add_func ("/Passlab/KernelsCpu/scatter", test_scatter);
+  g_test_add_func ("/Passlab/KernelsCpu/topk", test_topk);
   g_test_add_func ("/Passlab/KernelsCpu/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCpu/onehot", test_onehot);
   g_test_add_func ("/Passlab/KernelsCpu/split-parts", test_split_parts);

@@ -85,6 +85,20 @@
   "  d = ScatterElements(e, tops, w)\n" \
   "  output r, b, c, d\n}\n"
 
+/* TopK (generated, topk.c): largest along the last axis after an Exp;
+ * smallest along a middle axis of small integers (many ties: index order);
+ * K the whole axis; NaNs, best for largest and worst for smallest. */
+#define PL_TEST_TOPK_GRAPH \
+  "graph tk opset 11 {\n" \
+  "  input x: f32[4, 100]\n  input y: i64[3, 50, 2]\n  input z: f64[6, 9]\n" \
+  "  const k5: i64[1] = [5]\n  const k3: i64[1] = [3]\n  const k9: i64[1] = [9]\n  const k4: i64[1] = [4]\n" \
+  "  const c: f32[2, 6] = [1, nan, 3, -inf, nan, 2, 0, 5, nan, 5, 1, -1]\n" \
+  "  e = Exp(x)\n  v, i = TopK(e, k5)\n" \
+  "  w, j = TopK(y, k3) {axis=1, largest=0}\n" \
+  "  a, b = TopK(z, k9) {axis=1}\n" \
+  "  cl, ci = TopK(c, k4)\n  cs, cj = TopK(c, k4) {largest=0}\n" \
+  "  output v, i, w, j, a, b, cl, ci, cs, cj\n}\n"
+
 /* Split into parts of different sizes (a kernel per part), along the last
  * axis by a constant split and along the first in three. */
 #define PL_TEST_SPLIT_PARTS_GRAPH \

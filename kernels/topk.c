@@ -1,0 +1,130 @@
+/* topk.c — generated TopK kernels (see topk.h).
+ *
+ * Line `line` = o * inner + i walks x[(o * len + j) * inner + i] for j in
+ * [0, len). The buffer bv/bi holds the best `cnt` so far, best first; an
+ * element moves in past every buffered one it is strictly better than, so
+ * an equal value stays behind those with smaller indices. The line body is
+ * the same C for both backends.
+ */
+#define G_LOG_DOMAIN "passlab"
+#include "topk.h"
+
+#include "kernel-plan.h"
+#include "ops-util.h"
+
+bool
+pl_topk_desc_from_node (const PlNode *node, PlTopKDesc *d, char **why)
+{
+  memset (d, 0, sizeof *d);
+  PlValue *x = node->n_inputs > 0 ? node->inputs[0] : NULL, *kv = node->n_inputs > 1 ? node->inputs[1] : NULL;
+  int64_t xd[PL_MAX_RANK];
+  if (!x || node->n_outputs < 2 || !node->outputs[0] || !node->outputs[1])
+    return (*why = g_strdup ("TopK without its input or outputs")) == NULL;
+  if (!pl_shape_get_dims (&x->shape, xd) || x->shape.rank < 1)
+    return (*why = g_strdup ("TopK without a static shape")) == NULL;
+  if (x->dtype != PL_DTYPE_F32 && x->dtype != PL_DTYPE_F64 && x->dtype != PL_DTYPE_I32 && x->dtype != PL_DTYPE_I64)
+    return (*why = g_strdup_printf ("TopK of %s", pl_dtype_name (x->dtype))) == NULL;
+  for (int i = 0; i < 2; i++)
+    if (x->layout != PL_LAYOUT_NCHW || node->outputs[i]->layout != PL_LAYOUT_NCHW)
+      return (*why = g_strdup ("TopK in another layout")) == NULL;
+  int n = 0, axis;
+  g_autofree int64_t *k = kv ? (kv->constant ? pl_tensor_to_ints (kv->constant, &n) : NULL) : NULL;
+  d->k = kv ? (n == 1 ? k[0] : -1) : pl_node_attr_int (node, "k", -1);
+  if (d->k < 1 || d->k > PL_TOPK_MAX_K)
+    return (*why = g_strdup_printf ("TopK whose K is not a constant in [1, %d]", PL_TOPK_MAX_K)) == NULL;
+  if (!pl_normalize_axis (pl_node_attr_int (node, "axis", -1), x->shape.rank, &axis, NULL) || xd[axis] < d->k)
+    return (*why = g_strdup ("TopK with a bad axis or K")) == NULL;
+  d->dtype = x->dtype;
+  d->outer = d->inner = 1;
+  for (int j = 0; j < x->shape.rank; j++)
+    {
+      if (j < axis)
+        d->outer *= xd[j];
+      else if (j > axis)
+        d->inner *= xd[j];
+    }
+  d->len = xd[axis];
+  d->largest = pl_node_attr_int (node, "largest", 1) != 0;
+  if (d->outer * d->inner == 0)
+    return (*why = g_strdup ("TopK of an empty tensor")) == NULL;
+  return true;
+}
+
+char *
+pl_topk_describe (const PlTopKDesc *d)
+{
+  return g_strdup_printf ("top %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT "x[%" G_GINT64_FORMAT "]x%" G_GINT64_FORMAT
+                          ", %s", d->k, d->outer, d->len, d->inner, d->largest ? "largest" : "smallest");
+}
+
+/* Whether a is strictly better than b (both of X's type). */
+static char *
+better (const PlTopKDesc *d, const char *a, const char *b)
+{
+  const char *cmp = d->largest ? ">" : "<";
+  if (!pl_dtype_is_float (d->dtype))
+    return g_strdup_printf ("(%s %s %s)", a, cmp, b);
+  if (d->largest)   /* NaN is the largest */
+    return g_strdup_printf ("((%s != %s && %s == %s) || (%s == %s && %s == %s && %s > %s))", a, a, b, b, a, a, b, b,
+                            a, b);
+  return g_strdup_printf ("((%s == %s && %s != %s) || (%s == %s && %s == %s && %s < %s))", a, a, b, b, a, a, b, b, a,
+                          b);
+}
+
+static void
+emit_line (GString *o, const PlTopKDesc *d)
+{
+  const char *t = pl_plan_ctype (d->dtype);
+  g_autofree char *beats = better (d, "v", "bv[p - 1]");
+  g_string_append_printf (o, "    const int64_t o = line / %" G_GINT64_FORMAT ", i = line %% %" G_GINT64_FORMAT ";\n",
+                          d->inner, d->inner);
+  g_string_append_printf (o, "    %s bv[%" G_GINT64_FORMAT "];\n    int64_t bi[%" G_GINT64_FORMAT "], cnt = 0;\n", t,
+                          d->k, d->k);
+  g_string_append_printf (o, "    for (int64_t j = 0; j < %" G_GINT64_FORMAT "; j++)\n    {\n", d->len);
+  g_string_append_printf (o, "      const %s v = x[(o * %" G_GINT64_FORMAT " + j) * %" G_GINT64_FORMAT " + i];\n", t,
+                          d->len, d->inner);
+  g_string_append_printf (o, "      int64_t p = cnt;\n      while (p > 0 && %s)\n        p--;\n", beats);
+  g_string_append_printf (o, "      if (p >= %" G_GINT64_FORMAT ")\n        continue;\n", d->k);
+  g_string_append_printf (o, "      for (int64_t q = cnt < %" G_GINT64_FORMAT " ? cnt : %" G_GINT64_FORMAT
+                               "; q > p; q--)\n      {\n        bv[q] = bv[q - 1];\n        bi[q] = bi[q - 1];\n      }\n",
+                          d->k, d->k - 1);
+  g_string_append_printf (o, "      bv[p] = v;\n      bi[p] = j;\n      cnt += cnt < %" G_GINT64_FORMAT ";\n    }\n",
+                          d->k);
+  g_string_append_printf (o, "    for (int64_t q = 0; q < %" G_GINT64_FORMAT "; q++)\n    {\n", d->k);
+  g_string_append_printf (o, "      const int64_t at = (o * %" G_GINT64_FORMAT " + q) * %" G_GINT64_FORMAT " + i;\n",
+                          d->k, d->inner);
+  g_string_append (o, "      values[at] = bv[q];\n      indices[at] = bi[q];\n    }\n");
+}
+
+void
+pl_topk_emit_c (GString *out, const PlTopKDesc *d, const char *name)
+{
+  const char *t = pl_plan_ctype (d->dtype);
+  g_autofree char *what = pl_topk_describe (d);
+  g_string_append_printf (out, "/* %s: %s (topk.c) */\nvoid %s (void *const *args)\n{\n", name, what, name);
+  g_string_append_printf (out, "  const %s *restrict x = (const %s *) args[0];\n  %s *restrict values = (%s *) args[1];\n"
+                               "  int64_t *restrict indices = (int64_t *) args[2];\n", t, t, t, t);
+  g_string_append_printf (out, "  #pragma omp parallel for schedule(static)\n"
+                               "  for (int64_t line = 0; line < %" G_GINT64_FORMAT "; line++)\n  {\n",
+                          d->outer * d->inner);
+  emit_line (out, d);
+  g_string_append (out, "  }\n}\n\n");
+}
+
+void
+pl_topk_emit_cuda (GString *out, const PlTopKDesc *d, const char *name, int n_sms, int *block, int64_t *grid)
+{
+  const char *t = pl_plan_ctype (d->dtype);
+  const int64_t lines = d->outer * d->inner;
+  g_autofree char *what = pl_topk_describe (d);
+  g_string_append_printf (out, "/* %s: %s, a thread per line (topk.c) */\n"
+                               "extern \"C\" __global__ void __launch_bounds__ (128)\n"
+                               "%s (const %s *__restrict__ x, %s *__restrict__ values, int64_t *__restrict__ indices, "
+                               "void *unused)\n{\n", name, what, name, t, t);
+  g_string_append_printf (out, "  for (int64_t line = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; line < %"
+                               G_GINT64_FORMAT "; line += (int64_t) gridDim.x * blockDim.x)\n  {\n", lines);
+  emit_line (out, d);
+  g_string_append (out, "  }\n}\n\n");
+  *block = 128;
+  *grid = CLAMP ((lines + 127) / 128, 1, (int64_t) MAX (n_sms, 1) * 32);
+}
