@@ -49,13 +49,7 @@ pl_reduce_infer_same_as_input (PlNode *node)
 void
 pl_reduce_split_at_axis (const PlTensor *t, int axis, int64_t *outer, int64_t *n, int64_t *inner)
 {
-  *outer = 1;
-  *inner = 1;
-  for (int d = 0; d < axis; d++)
-    *outer *= t->dims[d];
-  *n = t->dims[axis];
-  for (int d = axis + 1; d < t->rank; d++)
-    *inner *= t->dims[d];
+  pl_split_at_axis (t->rank, t->dims, axis, outer, n, inner);
 }
 
 /* Integer arithmetic that wraps like the fixed-width types instead of

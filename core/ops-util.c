@@ -121,6 +121,17 @@ pl_strides (int rank, const int64_t *dims, int64_t *strides)
 }
 
 void
+pl_split_at_axis (int rank, const int64_t *dims, int axis, int64_t *outer, int64_t *n, int64_t *inner)
+{
+  *outer = *inner = 1;
+  for (int d = 0; d < axis; d++)
+    *outer *= dims[d];
+  *n = dims[axis];
+  for (int d = axis + 1; d < rank; d++)
+    *inner *= dims[d];
+}
+
+void
 pl_broadcast_strides (int in_rank, const int64_t *in_dims, int out_rank, const int64_t *out_dims,
                       int64_t *strides)
 {

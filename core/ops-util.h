@@ -28,6 +28,8 @@ bool      pl_require_dtype      (const PlNode *node, int input, const PlDType *a
 
 /* Row-major strides of dims (elements). */
 void      pl_strides            (int rank, const int64_t *dims, int64_t *strides);
+/* dims seen as [outer, n, inner] around axis (the ops that work along one axis). */
+void      pl_split_at_axis      (int rank, const int64_t *dims, int axis, int64_t *outer, int64_t *n, int64_t *inner);
 /* Strides for reading a tensor of (in_rank, in_dims) broadcast to
  * (out_rank, out_dims): right-aligned, 0 where the input dim is 1 or missing. */
 void      pl_broadcast_strides  (int in_rank, const int64_t *in_dims, int out_rank,

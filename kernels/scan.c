@@ -35,15 +35,7 @@ pl_scan_desc_from_node (const PlNode *node, PlScanDesc *d, char **why)
   if (n != 1 || !pl_normalize_axis (v[0], x->shape.rank, &axis, NULL))
     return (*why = g_strdup ("CumSum whose axis is not a constant")) == NULL;
   d->dtype = x->dtype;
-  d->outer = d->inner = 1;
-  for (int k = 0; k < x->shape.rank; k++)
-    {
-      if (k < axis)
-        d->outer *= xd[k];
-      else if (k > axis)
-        d->inner *= xd[k];
-    }
-  d->len = xd[axis];
+  pl_split_at_axis (x->shape.rank, xd, axis, &d->outer, &d->len, &d->inner);
   d->exclusive = pl_node_attr_int (node, "exclusive", 0) != 0;
   d->reverse = pl_node_attr_int (node, "reverse", 0) != 0;
   if (d->outer * d->len * d->inner == 0)

@@ -35,15 +35,7 @@ pl_topk_desc_from_node (const PlNode *node, PlTopKDesc *d, char **why)
   if (!pl_normalize_axis (pl_node_attr_int (node, "axis", -1), x->shape.rank, &axis, NULL) || xd[axis] < d->k)
     return (*why = g_strdup ("TopK with a bad axis or K")) == NULL;
   d->dtype = x->dtype;
-  d->outer = d->inner = 1;
-  for (int j = 0; j < x->shape.rank; j++)
-    {
-      if (j < axis)
-        d->outer *= xd[j];
-      else if (j > axis)
-        d->inner *= xd[j];
-    }
-  d->len = xd[axis];
+  pl_split_at_axis (x->shape.rank, xd, axis, &d->outer, &d->len, &d->inner);
   d->largest = pl_node_attr_int (node, "largest", 1) != 0;
   if (d->outer * d->inner == 0)
     return (*why = g_strdup ("TopK of an empty tensor")) == NULL;
