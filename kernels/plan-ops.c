@@ -859,6 +859,8 @@ lower_node_output (PlLower *L, PlNode *node, int out, PlValue *v, const PlIdx *c
       return pl_lower_concat (L, node, v, idx);
     case PL_OP_Gather:
       return pl_lower_gather (L, node, v, idx);
+    case PL_OP_GatherND:
+      return pl_lower_gather_nd (L, node, v, idx);
     case PL_OP_Pad:
       return pl_lower_pad (L, node, v, idx);
     case PL_OP_Trilu:

@@ -328,3 +328,37 @@ pl_lower_onehot (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *
   return pl_lower_select (L, hit, pl_lower_const (L, v->dtype, pl_tensor_get_f64 (vt, 1)),
                           pl_lower_const (L, v->dtype, pl_tensor_get_f64 (vt, 0)));
 }
+
+/* GatherND: output element (j..., s...), j the indices' outer coordinates
+ * (the first batch_dims of them shared with the data) and s the slice's,
+ * reads data at (j[:b], the m index values at j, s): the load adds the sum
+ * of each index value (checked like Gather's) times its axis' stride. */
+int
+pl_lower_gather_nd (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
+{
+  PlValue *data = node->inputs[0], *ind = node->inputs[1];
+  int64_t dd[PL_MAX_RANK], id[PL_MAX_RANK], stride[PL_MAX_RANK], unused;
+  int a;
+  if (!gather_operands (L, node, &a, dd, &unused) || !pl_shape_get_dims (&ind->shape, id))
+    return -1;
+  int r = data->shape.rank, q = ind->shape.rank, b = (int) pl_node_attr_int (node, "batch_dims", 0);
+  int m = (int) id[q - 1];
+  if (b < 0 || m < 1 || b + m > r || v->shape.rank != q - 1 + r - b - m)
+    return pl_lower_fail (L, "%s: bad batch_dims or index tuples", node->name);
+  pl_strides (r, dd, stride);
+  int at = -1;
+  const PlIdx *ii[PL_MAX_RANK];
+  for (int j = 0; j < q - 1; j++)
+    ii[j] = idx[j];
+  for (int k = 0; k < m; k++)
+    {
+      ii[q - 1] = pl_idx_const (L->arena, k);
+      int kk = normalized_index (L, node, b + k, pl_lower_value (L, ind, ii), ind->dtype, dd[b + k]);
+      int term = pl_lower_binary (L, PL_SOP_MUL, kk, pl_lower_const (L, PL_DTYPE_I64, (double) stride[b + k]));
+      at = at < 0 ? term : pl_lower_binary (L, PL_SOP_ADD, at, term);
+    }
+  const PlIdx *di[PL_MAX_RANK];
+  for (int j = 0; j < r; j++)
+    di[j] = j < b ? idx[j] : j < b + m ? pl_idx_const (L->arena, 0) : idx[q - 1 + j - b - m];
+  return pl_lower_gather_load (L, pl_lower_slot (L, data), data->dtype, pl_lower_offset (L, data, di), at, 1);
+}

@@ -126,7 +126,7 @@ classify (Ctx *c, const PlNode *node)
              node->inputs[1] && pl_value_constant (node->inputs[1]) && node->inputs[2] &&
              pl_value_constant (node->inputs[2])
              ? FUSE_INDEX : FUSE_NONE;
-    case PL_OP_Gather: case PL_OP_GatherElements:   /* a load at the indices' value (group_ok: of an input) */
+    case PL_OP_Gather: case PL_OP_GatherElements: case PL_OP_GatherND:   /* a load at the indices' value (group_ok: of an input) */
       return node->n_inputs == 2 && node->inputs[0] && node->inputs[1] && pl_shape_is_static (&node->inputs[0]->shape) &&
              pl_shape_is_static (&node->inputs[1]->shape) &&
              (node->inputs[1]->dtype == PL_DTYPE_I64 || node->inputs[1]->dtype == PL_DTYPE_I32)
@@ -192,7 +192,8 @@ group_ok (Ctx *c, GPtrArray *m)
     {
       PlNode *x = m->pdata[i];
       /* a gather reads its data at computed offsets: data from memory, not computed in the loop */
-      if ((x->op == PL_OP_Gather || x->op == PL_OP_GatherElements) && member (c, x->inputs[0]->producer) >= 0)
+      if ((x->op == PL_OP_Gather || x->op == PL_OP_GatherElements || x->op == PL_OP_GatherND)
+          && member (c, x->inputs[0]->producer) >= 0)
         return false;
       if (cls (c, x) != FUSE_REDUCE)
         continue;

@@ -467,8 +467,8 @@ test_fallback (void)
 {
   g_autoptr (PlGraph) g = pl_test_parse (
     "graph fb opset 17 {\n"
-    "  input x: f32[4, 6]\n  const rows: i64[2, 1] = [3, 1]\n"
-    "  e = Exp(x)\n  g = GatherND(e, rows)\n  y = Relu(g)\n  output y\n}\n");
+    "  input x: f32[3, 4, 4]\n"
+    "  e = Exp(x)\n  g = Det(e)\n  y = Relu(g)\n  output y\n}\n");
   g_autoptr (PlRunReport) r = check_graph (g, 15, 1e-6, 1e-6);
   g_assert_cmpint (r->n_kernels, ==, 3);
   g_assert_true (r->kernels[1].fallback);
@@ -679,6 +679,31 @@ test_topk (void)
   g_assert_cmpstr (p->note, ==, "top 3 of 3x[50]x2, smallest");
   g_assert_cmpuint (p->inputs->len, ==, 1);
   g_assert_cmpuint (p->outputs->len, ==, 2);
+}
+
+/* GatherND is a gather load (each index of a tuple checked), fused with its
+ * neighbours; an index out of range names its axis. */
+static void
+test_gather_nd (void)
+{
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_GATHERND_GRAPH, 30, 0, &rf);
+  g_autofree char *dump = fusion_plan_dump (f, "s");
+  g_assert_nonnull (strstr (dump, "loop (GatherND+Sigmoid)"));
+
+  g_autoptr (PlGraph) g = pl_test_parse ("graph s opset 13 {\n  input x: f32[4, 5]\n  input i: i64[2, 2]\n"
+                                         "  n = GatherND(x, i)\n  output n\n}\n");
+  g_autoptr (GError) error = NULL;
+  PlCompileOptions o;
+  pl_compile_options_init (&o, PL_BACKEND_CPU);
+  PlExecutable *e = pl_executable_new (g, &o, &error);
+  g_assert_no_error (error);
+  g_autoptr (PlTensor) x = pl_test_random (PL_DTYPE_F32, 2, PL_DIMS (4, 5), 1, -1, 1);
+  g_autoptr (PlTensor) bad = pl_test_tensor (PL_DTYPE_I64, 2, PL_DIMS (2, 2), (const double[]) { 1, 2, 3, 5 });
+  g_assert_null (pl_executable_run (e, (PlTensor *[]) { x, bad }, 0, NULL, &error));
+  g_assert_nonnull (error);
+  g_assert_nonnull (strstr (error->message, "index 5 of GatherND 'n' (axis 1 of size 5) is out of range"));
+  pl_executable_free (e);
 }
 
 /* OneHot is a select on the index (generated, fused with what feeds its
@@ -1538,6 +1563,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/cumsum", test_cumsum);
   g_test_add_func ("/Passlab/KernelsCpu/scatter", test_scatter);
   g_test_add_func ("/Passlab/KernelsCpu/topk", test_topk);
+  g_test_add_func ("/Passlab/KernelsCpu/gather-nd", test_gather_nd);
   g_test_add_func ("/Passlab/KernelsCpu/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCpu/onehot", test_onehot);
   g_test_add_func ("/Passlab/KernelsCpu/split-parts", test_split_parts);

@@ -361,6 +361,13 @@ test_topk (void)
   check_unfused_and_fused (PL_TEST_TOPK_GRAPH, 6, 6);
 }
 
+/* GatherND, alone and fused. */
+static void
+test_gather_nd (void)
+{
+  check_unfused_and_fused (PL_TEST_GATHERND_GRAPH, 5, 3);
+}
+
 /* Nearest Resize by integer factors, alone and fused. */
 static void
 test_resize_nearest (void)
@@ -536,6 +543,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/cumsum", test_cumsum);
   g_test_add_func ("/Passlab/KernelsCuda/scatter", test_scatter);
   g_test_add_func ("/Passlab/KernelsCuda/topk", test_topk);
+  g_test_add_func ("/Passlab/KernelsCuda/gather-nd", test_gather_nd);
   g_test_add_func ("/Passlab/KernelsCuda/split-parts", test_split_parts);
   g_test_add_func ("/Passlab/KernelsCuda/gather", test_gather);
   g_test_add_func ("/Passlab/KernelsCuda/gather-out-of-range", test_gather_out_of_range);

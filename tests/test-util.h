@@ -99,6 +99,16 @@
   "  cl, ci = TopK(c, k4)\n  cs, cj = TopK(c, k4) {largest=0}\n" \
   "  output v, i, w, j, a, b, cl, ci, cs, cj\n}\n"
 
+/* GatherND: whole rows by single indices, elements by pairs with negative
+ * i32 indices and batch_dims 1, fused with what computes its indices' use. */
+#define PL_TEST_GATHERND_GRAPH \
+  "graph gn opset 13 {\n" \
+  "  input x: f32[6, 4, 5]\n  input y: f64[3, 4, 5]\n" \
+  "  const rows: i64[2, 2, 1] = [5, 0, -1, 2]\n  const cells: i32[3, 2, 2] = [0, 1, 3, -1, -4, 4, 2, 2, 1, 0, 3, 3]\n" \
+  "  e = Exp(x)\n  g = GatherND(e, rows)\n  r = Relu(g)\n" \
+  "  n = GatherND(y, cells) {batch_dims=1}\n  s = Sigmoid(n)\n" \
+  "  output r, s\n}\n"
+
 /* Split into parts of different sizes (a kernel per part), along the last
  * axis by a constant split and along the first in three. */
 #define PL_TEST_SPLIT_PARTS_GRAPH \
