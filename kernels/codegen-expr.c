@@ -29,7 +29,15 @@ pl_codegen_common_prelude (void)
     "PLK_FN float pl_maxf (float a, float b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }\n"
     "PLK_FN float pl_minf (float a, float b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }\n"
     "PLK_FN double pl_max (double a, double b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }\n"
-    "PLK_FN double pl_min (double a, double b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }\n";
+    "PLK_FN double pl_min (double a, double b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }\n"
+    /* Mod: truncated (fmod), or floored (numpy.mod: the divisor's sign); an integer one by 0 is 0
+     * (the kernel's check fails the run), by -1 is 0 (no INT_MIN % -1 trap) */
+    "PLK_FN float pl_modf (float a, float b, int trunc)\n"
+    "{ float r = fmodf (a, b); return (!trunc && r != 0 && (r < 0) != (b < 0)) ? r + b : r; }\n"
+    "PLK_FN double pl_mod (double a, double b, int trunc)\n"
+    "{ double r = fmod (a, b); return (!trunc && r != 0 && (r < 0) != (b < 0)) ? r + b : r; }\n"
+    "PLK_FN int64_t pl_imod (int64_t a, int64_t b, int trunc)\n"
+    "{ if (b == 0 || b == -1) return 0; int64_t r = a % b; return (!trunc && r != 0 && (r < 0) != (b < 0)) ? r + b : r; }\n";
 }
 
 static bool
@@ -118,7 +126,17 @@ print_binary (const PlLoopPlan *lp, const PlInstr *x, const char *a, const char 
         return g_strdup_printf ("(%s * (%s / %s))", a, is_f32 (t) ? "1.0f" : "1.0", b);
       if (fl)
         return g_strdup_printf ("(%s / %s)", a, b);
-      return g_strdup_printf ("((%s) (%s == 0 ? 0 : %s / %s))", ct, b, a, b);
+      if (is_unsigned (t))
+        return g_strdup_printf ("((%s) (%s == 0 ? 0 : %s / %s))", ct, b, a, b);
+      /* by 0: 0 (the kernel's check fails the run); by -1: the wrapped negation (INT_MIN / -1 traps) */
+      return g_strdup_printf ("((%s) (%s == 0 ? 0 : %s == -1 ? (%s) (0 - (uint64_t) %s) : %s / %s))", ct, b, b, ct, a,
+                              a, b);
+    case PL_SOP_MOD:
+      if (fl)
+        return g_strdup_printf ("pl_mod%s (%s, %s, %d)", is_f32 (t) ? "f" : "", a, b, (int) x->imm_i);
+      if (is_unsigned (t))
+        return g_strdup_printf ("((%s) (%s == 0 ? 0 : %s %% %s))", ct, b, a, b);
+      return g_strdup_printf ("((%s) pl_imod ((int64_t) %s, (int64_t) %s, %d))", ct, a, b, (int) x->imm_i);
     case PL_SOP_POW:
       return print_pow (lp, x, a, b);
     case PL_SOP_MAX:

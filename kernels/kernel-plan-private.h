@@ -38,7 +38,8 @@ const PlIdx *pl_lower_offset    (PlLower *L, const PlValue *v, const PlIdx *cons
 const PlIdx *pl_lower_offset_in (PlLower *L, PlLayout layout, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_const    (PlLower *L, PlDType dtype, double v);
 int  pl_lower_unary    (PlLower *L, PlScalarOp op, int a);
-int  pl_lower_check    (PlLower *L, int bad, int value, const char *what);
+int  pl_lower_check    (PlLower *L, int bad, int value, const char *message);
+int  pl_lower_mod      (PlLower *L, int a, int b, bool truncated);
 int  pl_lower_binary   (PlLower *L, PlScalarOp op, int a, int b);
 /* a / b, never turned into a multiply by b's reciprocal (PL_DIV_EXACT) */
 int  pl_lower_div_exact (PlLower *L, int a, int b);

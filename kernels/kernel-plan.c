@@ -234,18 +234,18 @@ pl_lower_unary (PlLower *L, PlScalarOp op, int a)
   return emit (L, (PlInstr) { .op = op, .dtype = t, .a = { a }, .n_args = 1 });
 }
 
-/* PL_SOP_CHECK of bad (bool), reporting value (i64) and `what` when true. */
+/* PL_SOP_CHECK of bad (bool), reporting `message` (%I: value, i64) when true. */
 int
-pl_lower_check (PlLower *L, int bad, int value, const char *what)
+pl_lower_check (PlLower *L, int bad, int value, const char *message)
 {
   if (L->why || bad < 0 || value < 0)
     return -1;
   GPtrArray *checks = L->loop->checks;
   guint id = 0;
-  while (id < checks->len && strcmp (checks->pdata[id], what) != 0)
+  while (id < checks->len && strcmp (checks->pdata[id], message) != 0)
     id++;
   if (id == checks->len)
-    g_ptr_array_add (checks, g_strdup (what));
+    g_ptr_array_add (checks, g_strdup (message));
   return emit (L, (PlInstr) { .op = PL_SOP_CHECK, .dtype = PL_DTYPE_BOOL, .a = { bad, value }, .n_args = 2,
                               .imm_i = id + 1 });
 }
@@ -269,6 +269,12 @@ int
 pl_lower_binary (PlLower *L, PlScalarOp op, int a, int b)
 {
   return binary (L, op, a, b, 0);
+}
+
+int
+pl_lower_mod (PlLower *L, int a, int b, bool truncated)
+{
+  return binary (L, PL_SOP_MOD, a, b, truncated);
 }
 
 int
@@ -899,13 +905,17 @@ pl_kernel_plan_checks (const PlKernelPlan *p)
 }
 
 char *
-pl_kernel_plan_check_name (const PlKernelPlan *p, int64_t id)
+pl_kernel_plan_check_message (const PlKernelPlan *p, int64_t id, int64_t value)
 {
+  g_autofree char *owned = NULL;
+  const char *message = "an index out of range or a division by zero";
   if (p->kind == PL_PLAN_SCATTER)
-    return pl_scatter_check_name (&p->scatter, p->node, id);
-  if (p->loop && id > 0 && id <= (int64_t) p->loop->checks->len)
-    return g_strdup (p->loop->checks->pdata[id - 1]);
-  return g_strdup ("an op");
+    message = owned = pl_scatter_check_message (&p->scatter, p->node, id);
+  else if (p->loop && id > 0 && id <= (int64_t) p->loop->checks->len)
+    message = p->loop->checks->pdata[id - 1];
+  g_auto (GStrv) parts = g_strsplit (message, "%I", -1);
+  g_autofree char *v = g_strdup_printf ("%" G_GINT64_FORMAT, value);
+  return g_strjoinv (v, parts);
 }
 
 /* --- dump -------------------------------------------------------------------------- */
@@ -913,7 +923,7 @@ pl_kernel_plan_check_name (const PlKernelPlan *p, int64_t id)
 static const char *const sop_names[PL_SOP_COUNT] = {
   "load", "const", "reduced", "rindex", "neg", "abs", "exp", "expm1", "log", "log1p", "sqrt", "recip", "tanh",
   "erf", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil",
-  "round", "sigmoid", "sign", "not", "isnan", "isinf", "cast", "check", "add", "sub", "mul", "div", "pow", "max", "min",
+  "round", "sigmoid", "sign", "not", "isnan", "isinf", "cast", "check", "add", "sub", "mul", "div", "pow", "mod", "max", "min",
   "eq", "lt", "le", "gt", "ge", "and", "or", "xor", "select",
 };
 G_STATIC_ASSERT (G_N_ELEMENTS (sop_names) == PL_SOP_COUNT);

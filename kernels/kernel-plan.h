@@ -59,13 +59,15 @@ typedef enum {
   PL_SOP_ISINF,     /* float -> bool; imm_i bit 0: detect negative, bit 1: positive */
   PL_SOP_CAST,      /* a[0] converted to dtype (to bool: != 0) */
   PL_SOP_CHECK,     /* a[0] (bool), which when true also sets the kernel's status word: an index out
-                     * of range, a[1] (i64), which the runtime then reports (pl_kernel_plan_checks);
-                     * imm_i: the check's number, 1 + its entry in the loop's checks */
+                     * of range, a[1] (i64), or a division by zero, which the runtime then reports
+                     * (pl_kernel_plan_checks); imm_i: the check's number, 1 + its entry in the loop's
+                     * checks (the message, "%I" standing for a[1]) */
   /* binary: a[0], a[1] of one dtype */
   PL_SOP_ADD, PL_SOP_SUB, PL_SOP_MUL,
   PL_SOP_DIV,       /* floats by a row value may become a multiply by its reciprocal, unless imm_i
                      * is PL_DIV_EXACT (a quantization's rounding must see the true quotient) */
   PL_SOP_POW,
+  PL_SOP_MOD,       /* imm_i 1: truncated (C fmod); 0: floored, the divisor's sign (numpy.mod); by 0: 0 */
   PL_SOP_MAX, PL_SOP_MIN,           /* NaN-propagating, as numpy.maximum */
   PL_SOP_EQ, PL_SOP_LT, PL_SOP_LE, PL_SOP_GT, PL_SOP_GE,   /* -> bool */
   PL_SOP_AND, PL_SOP_OR, PL_SOP_XOR,                      /* bool */
@@ -129,7 +131,7 @@ typedef struct {
   GArray      *instrs;               /* PlInstr, in dependency order */
   GArray      *reductions;           /* PlReduction */
   GArray      *stores;               /* PlStore */
-  GPtrArray   *checks;               /* char *: what each PL_SOP_CHECK guards ("Gather 'g' (axis 0 of 5)") */
+  GPtrArray   *checks;               /* char *: each PL_SOP_CHECK's message, %I for its value */
   int          n_passes;
   int          n_scratch;            /* materialized element values per row */
   PlDType      scratch_dtype;        /* widest materialized type (scratch rows hold values as this) */
@@ -275,10 +277,11 @@ bool          pl_kernel_plan_restrict (const PlKernelPlan *p, bool output, int k
  * status (PL_STATUS_WORDS int64s; cpu: args[n_in + n_out]; cuda: the
  * argument before the scratch) where the first index out of range that a
  * thread claims writes the check's number and the index (SCATTER plans
- * always check). pl_kernel_plan_check_name: what check `id` guards. */
+ * always check). pl_kernel_plan_check_message: check `id`'s message for
+ * that value ("index 5 of Gather 'g' (axis 0 of size 5) is out of range"). */
 #define PL_STATUS_WORDS 2
 bool          pl_kernel_plan_checks   (const PlKernelPlan *p);
-char         *pl_kernel_plan_check_name (const PlKernelPlan *p, int64_t id);
+char         *pl_kernel_plan_check_message (const PlKernelPlan *p, int64_t id, int64_t value);
 /* A readable dump of the loop IR (tests, --show-source). */
 char         *pl_kernel_plan_dump     (const PlKernelPlan *p);
 

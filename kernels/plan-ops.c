@@ -488,6 +488,17 @@ lower_unary (PlLower *L, const PlNode *node, int x)
     }
 }
 
+/* An integer divisor b, checked: a zero fails the run as the reference's
+ * "integer division by zero" does (the division itself then yields 0). */
+static int
+nonzero_divisor (PlLower *L, const PlNode *node, int b)
+{
+  int zero = pl_lower_binary (L, PL_SOP_EQ, b, pl_lower_const (L, pl_lower_dtype (L, b), 0));
+  g_autofree char *message = g_strdup_printf ("%s '%s': an integer division by zero", node->op_type, node->name);
+  int check = pl_lower_check (L, zero, pl_lower_cast (L, b, PL_DTYPE_I64), message);
+  return pl_lower_select (L, check, b, b);   /* b itself, once the check has run */
+}
+
 /* The binary and variadic ops: a left fold over the (broadcast) inputs. */
 static int
 lower_fold (PlLower *L, const PlNode *node, int rank, const PlIdx *const *idx)
@@ -520,9 +531,10 @@ lower_fold (PlLower *L, const PlNode *node, int rank, const PlIdx *const *idx)
         case PL_OP_Or: acc = pl_lower_binary (L, PL_SOP_OR, acc, b); break;
         case PL_OP_Xor: acc = pl_lower_binary (L, PL_SOP_XOR, acc, b); break;
         case PL_OP_Div:
-          if (!fl)
-            return pl_lower_fail (L, "integer Div is not generated (division by zero must fail)");
-          acc = pl_lower_binary (L, PL_SOP_DIV, acc, b);
+          acc = pl_lower_binary (L, PL_SOP_DIV, acc, fl ? b : nonzero_divisor (L, node, b));
+          break;
+        case PL_OP_Mod:
+          acc = pl_lower_mod (L, acc, fl ? b : nonzero_divisor (L, node, b), pl_node_attr_int (node, "fmod", 0) != 0);
           break;
         case PL_OP_Pow:
           if (!fl)
@@ -907,7 +919,7 @@ lower_node_output (PlLower *L, PlNode *node, int out, PlValue *v, const PlIdx *c
       }
     case PL_OP_BatchNormalization:
       return lower_batchnorm (L, node, rank, idx);
-    case PL_OP_Add: case PL_OP_Sub: case PL_OP_Mul: case PL_OP_Div: case PL_OP_Pow: case PL_OP_Max:
+    case PL_OP_Add: case PL_OP_Sub: case PL_OP_Mul: case PL_OP_Div: case PL_OP_Mod: case PL_OP_Pow: case PL_OP_Max:
     case PL_OP_Min: case PL_OP_Sum: case PL_OP_Mean: case PL_OP_Equal: case PL_OP_Less:
     case PL_OP_LessOrEqual: case PL_OP_Greater: case PL_OP_GreaterOrEqual: case PL_OP_And: case PL_OP_Or:
     case PL_OP_Xor: case PL_OP_PRelu:

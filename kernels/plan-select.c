@@ -254,8 +254,8 @@ normalized_index (PlLower *L, const PlNode *node, int axis, int raw, PlDType dty
                              pl_lower_binary (L, PL_SOP_GE, k, pl_lower_const (L, PL_DTYPE_I64, (double) n)));
   if (dtype != PL_DTYPE_I64)
     raw = pl_lower_cast (L, raw, PL_DTYPE_I64);
-  g_autofree char *what = g_strdup_printf ("%s '%s' (axis %d of size %" G_GINT64_FORMAT ")", pl_op_name (node->op),
-                                           node->name, axis, n);
+  g_autofree char *what = g_strdup_printf ("index %%I of %s '%s' (axis %d of size %" G_GINT64_FORMAT ") is out of range",
+                                           pl_op_name (node->op), node->name, axis, n);
   return pl_lower_select (L, pl_lower_check (L, bad, raw, what), pl_lower_const (L, PL_DTYPE_I64, 0), k);
 }
 

@@ -635,8 +635,9 @@ reset_status (PlExecutable *e, GError **error)
          pl_cuda_upload (e->cuda, e->cu_status, e->status, STATUS_BYTES * (size_t) e->n_status, error);
 }
 
-/* Fails the run when step s met an index out of range, as the reference
- * would have: which op's index (the check's number, 1-based), and its value. */
+/* Fails the run when step s met an index out of range or a division by
+ * zero, as the reference would have: the check's message (its number,
+ * 1-based) with its value. */
 static bool
 status_ok (PlExecutable *e, int s, GError **error)
 {
@@ -644,10 +645,8 @@ status_ok (PlExecutable *e, int s, GError **error)
   const int64_t *w = &e->status[PL_STATUS_WORDS * st->status];
   if (!w[0])
     return true;
-  g_autofree char *what = pl_kernel_plan_check_name (st->plan, w[0]);
-  g_set_error (error, PL_ERROR, PL_ERROR_EXEC,
-               "kernel %s (%s): index %" G_GINT64_FORMAT " of %s is out of range", st->plan->name, st->plan->ops,
-               w[1], what);
+  g_autofree char *message = pl_kernel_plan_check_message (st->plan, w[0], w[1]);
+  g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "kernel %s (%s): %s", st->plan->name, st->plan->ops, message);
   return false;
 }
 

@@ -84,11 +84,11 @@ pl_scatter_describe (const PlScatterDesc *d)
 }
 
 char *
-pl_scatter_check_name (const PlScatterDesc *d, const PlNode *node, int64_t id)
+pl_scatter_check_message (const PlScatterDesc *d, const PlNode *node, int64_t id)
 {
   int axis = d->nd ? (int) CLAMP (id - 1, 0, d->rank - 1) : d->axis;
-  return g_strdup_printf ("%s '%s' (axis %d of size %" G_GINT64_FORMAT ")", node->op_type, node->name, axis,
-                          d->data[axis]);
+  return g_strdup_printf ("index %%I of %s '%s' (axis %d of size %" G_GINT64_FORMAT ") is out of range", node->op_type,
+                          node->name, axis, d->data[axis]);
 }
 
 /* --- code ----------------------------------------------------------------------------- */

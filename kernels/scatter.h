@@ -43,8 +43,9 @@ typedef struct {
 bool     pl_scatter_desc_from_node (const PlNode *node, PlScatterDesc *d, char **why);
 /* "scatternd 4 slices of 128 into [8, 128], add" */
 char    *pl_scatter_describe       (const PlScatterDesc *d);
-/* What index check `id` (1-based) guards: "ScatterND 'y' (axis 0 of size 8)". */
-char    *pl_scatter_check_name     (const PlScatterDesc *d, const PlNode *node, int64_t id);
+/* Index check `id`'s (1-based) message, %I for the index:
+ * "index %I of ScatterND 'y' (axis 0 of size 8) is out of range". */
+char    *pl_scatter_check_message  (const PlScatterDesc *d, const PlNode *node, int64_t id);
 /* Appends  void <name> (void *const *args)  (data, indices, updates, Y, status). */
 void     pl_scatter_emit_c         (GString *out, const PlScatterDesc *d, const char *name);
 /* Appends  <name>_copy (const T *x, T *y)  and  <name> (data, indices,

@@ -628,11 +628,12 @@ test_cumsum (void)
   g_assert_cmpuint (p->inputs->len, ==, 1);
 }
 
-/* Compiles g for the cpu and runs it on `bad` inputs: the run fails with a
+/* Compiles g for the cpu and runs it on `bad` inputs (an index out of range,
+ * a division by zero): the run fails with a
  * message containing `message`; then on `good` ones (when not NULL): the
  * same executable agrees with the reference. */
 static void
-check_index_error (const PlGraph *g, PlTensor *const *bad, const char *message, PlTensor *const *good)
+check_run_error (const PlGraph *g, PlTensor *const *bad, const char *message, PlTensor *const *good)
 {
   g_autoptr (GError) error = NULL;
   PlCompileOptions o;
@@ -675,7 +676,7 @@ test_scatter (void)
   g_autoptr (PlTensor) u = pl_test_random (PL_DTYPE_F32, 2, PL_DIMS (2, 3), 2, -1, 1);
   g_autoptr (PlTensor) bad = pl_test_tensor (PL_DTYPE_I64, 2, PL_DIMS (2, 1), (const double[]) { 1, 4 });
   g_autoptr (PlTensor) good = pl_test_tensor (PL_DTYPE_I64, 2, PL_DIMS (2, 1), (const double[]) { 1, -4 });
-  check_index_error (g, (PlTensor *[]) { x, bad, u }, "index 4 of ScatterND 's' (axis 0 of size 4) is out of range",
+  check_run_error (g, (PlTensor *[]) { x, bad, u }, "index 4 of ScatterND 's' (axis 0 of size 4) is out of range",
                      (PlTensor *[]) { x, good, u });
 }
 
@@ -710,8 +711,24 @@ test_gather_nd (void)
   g_autoptr (PlTensor) x = pl_test_random (PL_DTYPE_F32, 2, PL_DIMS (4, 5), 1, -1, 1);
   g_autoptr (PlTensor) bad = pl_test_tensor (PL_DTYPE_I64, 2, PL_DIMS (2, 2), (const double[]) { 1, 2, 3, 5 });
   g_autoptr (PlTensor) good = pl_test_tensor (PL_DTYPE_I64, 2, PL_DIMS (2, 2), (const double[]) { 1, 2, -4, -5 });
-  check_index_error (g, (PlTensor *[]) { x, bad }, "index 5 of GatherND 'n' (axis 1 of size 5) is out of range",
+  check_run_error (g, (PlTensor *[]) { x, bad }, "index 5 of GatherND 'n' (axis 1 of size 5) is out of range",
                      (PlTensor *[]) { x, good });
+}
+
+/* Integer Div and Mod are generated with a check for a zero divisor, which
+ * fails the run as the reference does; float Mod both ways. */
+static void
+test_div_mod (void)
+{
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_DIVMOD_GRAPH, 31, 0, &rf);
+  g_autoptr (PlGraph) g = pl_test_parse ("graph z opset 13 {\n  input a: i64[4]\n  input b: i64[4]\n"
+                                         "  q = Div(a, b)\n  output q\n}\n");
+  g_autoptr (PlTensor) a = pl_test_tensor (PL_DTYPE_I64, 1, PL_DIMS (4), (const double[]) { 7, -7, 9, 1 });
+  g_autoptr (PlTensor) bad = pl_test_tensor (PL_DTYPE_I64, 1, PL_DIMS (4), (const double[]) { 2, 0, 3, 1 });
+  g_autoptr (PlTensor) good = pl_test_tensor (PL_DTYPE_I64, 1, PL_DIMS (4), (const double[]) { 2, -1, -3, 1 });
+  check_run_error (g, (PlTensor *[]) { a, bad }, "(Div): Div 'q': an integer division by zero",
+                     (PlTensor *[]) { a, good });
 }
 
 /* OneHot is a select on the index (generated, fused with what feeds its
@@ -1572,6 +1589,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/scatter", test_scatter);
   g_test_add_func ("/Passlab/KernelsCpu/topk", test_topk);
   g_test_add_func ("/Passlab/KernelsCpu/gather-nd", test_gather_nd);
+  g_test_add_func ("/Passlab/KernelsCpu/div-mod", test_div_mod);
   g_test_add_func ("/Passlab/KernelsCpu/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCpu/onehot", test_onehot);
   g_test_add_func ("/Passlab/KernelsCpu/split-parts", test_split_parts);

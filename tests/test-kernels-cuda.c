@@ -368,6 +368,13 @@ test_gather_nd (void)
   check_unfused_and_fused (PL_TEST_GATHERND_GRAPH, 5, 3);
 }
 
+/* Integer Div and Mod with their zero-divisor checks, float Mod. */
+static void
+test_div_mod (void)
+{
+  check_unfused_and_fused (PL_TEST_DIVMOD_GRAPH, 8, 1);
+}
+
 /* Nearest Resize by integer factors, alone and fused. */
 static void
 test_resize_nearest (void)
@@ -544,6 +551,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/scatter", test_scatter);
   g_test_add_func ("/Passlab/KernelsCuda/topk", test_topk);
   g_test_add_func ("/Passlab/KernelsCuda/gather-nd", test_gather_nd);
+  g_test_add_func ("/Passlab/KernelsCuda/div-mod", test_div_mod);
   g_test_add_func ("/Passlab/KernelsCuda/split-parts", test_split_parts);
   g_test_add_func ("/Passlab/KernelsCuda/gather", test_gather);
   g_test_add_func ("/Passlab/KernelsCuda/gather-out-of-range", test_gather_out_of_range);

@@ -109,6 +109,18 @@
   "  n = GatherND(y, cells) {batch_dims=1}\n  s = Sigmoid(n)\n" \
   "  output r, s\n}\n"
 
+/* Integer Div and Mod (floored and truncated) by divisors of both signs,
+ * -1 included (INT32_MIN / -1 wraps), unsigned Mod, float Mod both ways;
+ * generated with a check that a divisor is not zero. */
+#define PL_TEST_DIVMOD_GRAPH \
+  "graph dm opset 13 {\n" \
+  "  input a: i32[4, 6]\n  input f: f32[4, 6]\n  input g: u16[4, 6]\n" \
+  "  const c: i32[6] = [2, -3, 7, -2147483648, 1, -9]\n  const d: i32[6] = [3, -2, -1, -1, 7, -4]\n" \
+  "  const fd: f32[6] = [1.5, -2.25, 0.75, -0.5, 3, -1]\n  const gd: u16[6] = [3, 2, 1, 5, 7, 4]\n" \
+  "  s = Sub(a, c)\n  q = Div(s, d)\n  m = Mod(s, d)\n  t = Mod(s, d) {fmod=1}\n" \
+  "  fm = Mod(f, fd) {fmod=1}\n  fl = Mod(f, fd)\n  gm = Mod(g, gd)\n  gq = Div(g, gd)\n" \
+  "  output q, m, t, fm, fl, gm, gq\n}\n"
+
 /* Split into parts of different sizes (a kernel per part), along the last
  * axis by a constant split and along the first in three. */
 #define PL_TEST_SPLIT_PARTS_GRAPH \
