@@ -512,6 +512,23 @@ rule_tile (PlGrad *G, const PlNode *n, PlValue *const *dy, const bool *need)
   return !G->error;
 }
 
+/* CumSum: x_j reaches every y_i at or after j (before, reversed; exclusive:
+ * strictly), so dx is the CumSum of dy the other way, just as exclusive. */
+static bool
+rule_cumsum (PlGrad *G, const PlNode *n, PlValue *const *dy, const bool *need)
+{
+  if (!need[0])
+    return true;
+  PlNode *s = pl_grad_node (G, "CumSum", 2, (PlValue *[]) { dy[0], n->inputs[1] }, 1);
+  if (s)
+    {
+      pl_node_set_attr_int (s, "exclusive", pl_node_attr_int (n, "exclusive", 0) != 0);
+      pl_node_set_attr_int (s, "reverse", pl_node_attr_int (n, "reverse", 0) == 0);
+    }
+  pl_grad_give (G, n->inputs[0], pl_grad_finish (G, s));
+  return !G->error;
+}
+
 /* Gather along axis a: ScatterND with add into zeros, with the index dims
  * moved to the front (axis 0 needs no transposes: the embedding case). */
 static bool
@@ -744,6 +761,8 @@ pl_grad_rule (const PlNode *n)
       return rule_pad;
     case PL_OP_Tile:
       return rule_tile;
+    case PL_OP_CumSum:
+      return rule_cumsum;
     case PL_OP_Gather: case PL_OP_GatherElements:
       return rule_gather;
     case PL_OP_ReduceSum: case PL_OP_ReduceMean: case PL_OP_ReduceMax: case PL_OP_ReduceMin:

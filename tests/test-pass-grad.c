@@ -369,6 +369,20 @@ test_pad_modes_tile (void)
               "y", "f64[]", "a");
 }
 
+/* CumSum in all four directions: the gradient is the CumSum of dy the
+ * other way (checked by finite differences; the loss weighs y unevenly). */
+static void
+test_cumsum (void)
+{
+  CHECK_BODY ("  const a: f64[3, 5] = random(seed=4)\n  const ax1: i64[] = 1\n  const ax0: i32[] = 0\n"
+              "  c1: f64[3, 5] = CumSum(a, ax1)\n"
+              "  c2: f64[3, 5] = CumSum(a, ax1) {exclusive=1}\n"
+              "  c3: f64[3, 5] = CumSum(a, ax0) {reverse=1}\n"
+              "  c4: f64[3, 5] = CumSum(a, ax0) {exclusive=1, reverse=1}\n"
+              "  c12 = Mul(c1, c2)\n  c34 = Add(c3, c4)\n  c = Mul(c12, c34)\n  y = Add(c, c1)\n",
+              "y", "f64[3, 5]", "a");
+}
+
 static void
 test_gather_where (void)
 {
@@ -1024,6 +1038,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/PassGrad/shape-ops", test_shape_ops);
   g_test_add_func ("/Passlab/PassGrad/slice-pad-split", test_slice_pad_split);
   g_test_add_func ("/Passlab/PassGrad/pad-modes-tile", test_pad_modes_tile);
+  g_test_add_func ("/Passlab/PassGrad/cumsum", test_cumsum);
   g_test_add_func ("/Passlab/PassGrad/gather-where", test_gather_where);
   g_test_add_func ("/Passlab/PassGrad/reductions", test_reductions);
   g_test_add_func ("/Passlab/PassGrad/softmax", test_softmax);
