@@ -770,65 +770,63 @@ pl_kernel_plan_fallback (const char *name, const PlNode *node, const char *why)
   return plan_single (name, (PlNode *) node, PL_PLAN_FALLBACK, why);
 }
 
-/* A pooling op: its generated kernel (pool.c), else a fallback saying why. */
-static PlKernelPlan *
-plan_pool (const char *name, PlNode *node)
+/* The kind of an op whose kernel comes from a generator of its own (pool.c,
+ * scan.c, scatter.c, topk.c); PL_PLAN_FALLBACK for every other op. */
+static PlPlanKind
+own_kernel_kind (const PlNode *node)
 {
-  PlPoolDesc d;
-  g_autofree char *why = NULL;
-  if (!pl_pool_desc_from_node (node, &d, &why))
-    return plan_single (name, node, PL_PLAN_FALLBACK, why);
-  g_autofree char *note = pl_pool_describe (&d);
-  PlKernelPlan *p = plan_single (name, node, PL_PLAN_POOL, note);
-  g_ptr_array_set_size (p->outputs, 1);   /* MaxPool's Indices, unused: no slot */
-  p->pool = d;
-  p->flops = pl_pool_flops (&d);
-  return p;
+  if (pl_pool_is_op (node->op))
+    return PL_PLAN_POOL;
+  switch (node->op)
+    {
+    case PL_OP_CumSum: return PL_PLAN_SCAN;
+    case PL_OP_ScatterND: case PL_OP_ScatterElements: case PL_OP_Scatter: return PL_PLAN_SCATTER;
+    case PL_OP_TopK: return PL_PLAN_TOPK;
+    default: return PL_PLAN_FALLBACK;
+    }
 }
 
-/* A CumSum: its generated kernel (scan.c), else a fallback saying why. */
+/* The plan of such an op: its generator's description of the node, else a
+ * fallback saying why it refused. Slots: a constant parameter (CumSum's
+ * axis, TopK's K) and MaxPool's unused Indices get none. */
 static PlKernelPlan *
-plan_scan (const char *name, PlNode *node)
+plan_own_kernel (const char *name, PlNode *node, PlPlanKind kind)
 {
-  PlScanDesc d;
-  g_autofree char *why = NULL;
-  if (!pl_scan_desc_from_node (node, &d, &why))
+  PlKernelPlan d = { .kind = kind };   /* the description, until the plan exists */
+  g_autofree char *why = NULL, *note = NULL;
+  guint n_in = (guint) node->n_inputs, n_out = (guint) node->n_outputs;
+  switch (kind)
+    {
+    case PL_PLAN_POOL:
+      if (pl_pool_desc_from_node (node, &d.pool, &why))
+        note = pl_pool_describe (&d.pool), d.flops = pl_pool_flops (&d.pool);
+      n_out = 1;
+      break;
+    case PL_PLAN_SCAN:
+      if (pl_scan_desc_from_node (node, &d.scan, &why))
+        note = pl_scan_describe (&d.scan), d.flops = d.scan.outer * d.scan.len * d.scan.inner;
+      n_in = 1;
+      break;
+    case PL_PLAN_SCATTER:
+      if (pl_scatter_desc_from_node (node, &d.scatter, &why))
+        note = pl_scatter_describe (&d.scatter);
+      break;
+    default:   /* PL_PLAN_TOPK */
+      if (pl_topk_desc_from_node (node, &d.topk, &why))
+        note = pl_topk_describe (&d.topk), d.flops = d.topk.outer * d.topk.len * d.topk.inner;
+      n_in = 1;
+      break;
+    }
+  if (!note)
     return plan_single (name, node, PL_PLAN_FALLBACK, why);
-  g_autofree char *note = pl_scan_describe (&d);
-  PlKernelPlan *p = plan_single (name, node, PL_PLAN_SCAN, note);
-  g_ptr_array_set_size (p->inputs, 1);   /* the axis, a constant: no slot */
-  p->scan = d;
-  p->flops = d.outer * d.len * d.inner;
-  return p;
-}
-
-/* ScatterND / ScatterElements / Scatter: generated (scatter.c), else a fallback saying why. */
-static PlKernelPlan *
-plan_scatter (const char *name, PlNode *node)
-{
-  PlScatterDesc d;
-  g_autofree char *why = NULL;
-  if (!pl_scatter_desc_from_node (node, &d, &why))
-    return plan_single (name, node, PL_PLAN_FALLBACK, why);
-  g_autofree char *note = pl_scatter_describe (&d);
-  PlKernelPlan *p = plan_single (name, node, PL_PLAN_SCATTER, note);
-  p->scatter = d;
-  return p;
-}
-
-/* TopK: generated (topk.c), else a fallback saying why. */
-static PlKernelPlan *
-plan_topk (const char *name, PlNode *node)
-{
-  PlTopKDesc d;
-  g_autofree char *why = NULL;
-  if (!pl_topk_desc_from_node (node, &d, &why))
-    return plan_single (name, node, PL_PLAN_FALLBACK, why);
-  g_autofree char *note = pl_topk_describe (&d);
-  PlKernelPlan *p = plan_single (name, node, PL_PLAN_TOPK, note);
-  g_ptr_array_set_size (p->inputs, 1);   /* K, a constant: no slot */
-  p->topk = d;
-  p->flops = d.outer * d.len * d.inner;
+  PlKernelPlan *p = plan_single (name, node, kind, note);
+  g_ptr_array_set_size (p->inputs, MIN (n_in, p->inputs->len));
+  g_ptr_array_set_size (p->outputs, MIN (n_out, p->outputs->len));
+  p->pool = d.pool;
+  p->scan = d.scan;
+  p->scatter = d.scatter;
+  p->topk = d.topk;
+  p->flops = d.flops;
   return p;
 }
 
@@ -847,14 +845,9 @@ pl_kernel_plan_for_node (const char *name, const PlNode *cnode, GError **error)
     }
   if (is_alias_op (node))
     return plan_single (name, node, PL_PLAN_ALIAS, "a view: no kernel");
-  if (pl_pool_is_op (node->op))
-    return plan_pool (name, node);
-  if (node->op == PL_OP_CumSum)
-    return plan_scan (name, node);
-  if (node->op == PL_OP_ScatterND || node->op == PL_OP_ScatterElements || node->op == PL_OP_Scatter)
-    return plan_scatter (name, node);
-  if (node->op == PL_OP_TopK)
-    return plan_topk (name, node);
+  PlPlanKind own = own_kernel_kind (node);
+  if (own != PL_PLAN_FALLBACK)
+    return plan_own_kernel (name, node, own);
   g_autoptr (GPtrArray) outs = g_ptr_array_new ();
   for (int i = 0; i < node->n_outputs; i++)
     if (node->outputs[i])
