@@ -136,11 +136,18 @@ emit_store (Emit *e, const PlStore *st, const char *guard)
 
 /* --- pointwise ----------------------------------------------------------------------- */
 
-static int64_t
-grid_for (int64_t work, int block, int n_sms, int per_sm)
+int64_t
+pl_codegen_cuda_grid (int64_t work, int block, int n_sms, int per_sm)
 {
   int64_t g = (work + block - 1) / block;
-  return CLAMP (g, 1, (int64_t) n_sms * per_sm);
+  return CLAMP (g, 1, (int64_t) MAX (n_sms, 1) * per_sm);
+}
+
+void
+pl_codegen_cuda_grid_stride (GString *o, int indent, const char *var, int64_t n)
+{
+  pl_codegen_line (o, indent, "for (int64_t %s = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; %s < %" G_GINT64_FORMAT
+                   "; %s += (int64_t) gridDim.x * blockDim.x)", var, var, n, var);
 }
 
 static void
@@ -152,8 +159,7 @@ emit_pointwise (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
   line (e, "{");
   e->indent++;
   pl_codegen_level (e->o, e->indent, e->lp, PL_LEVEL_CONST, 0);
-  line (e, "for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < %" G_GINT64_FORMAT
-        "; i += (int64_t) gridDim.x * blockDim.x)", lp->total);
+  pl_codegen_cuda_grid_stride (e->o, e->indent, "i", lp->total);
   line (e, "{");
   e->indent++;
   pl_codegen_coords (e->o, e->indent, e->lp, "i", 0, lp->rank);
@@ -166,7 +172,7 @@ emit_pointwise (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
   line (e, "}\n");
   l->entry = g_strdup (name);
   l->block = e->block;
-  l->grid = grid_for (lp->total, e->block, n_sms, 32);
+  l->grid = pl_codegen_cuda_grid (lp->total, e->block, n_sms, 32);
 }
 
 /* --- rows ------------------------------------------------------------------------------ */
@@ -491,7 +497,7 @@ emit_rows (Emit *e, const char *name, int n_sms, PlCudaLaunch *l)
   const bool split = e->bpr > 1;
   int64_t row_bytes = (int64_t) lp->n_scratch * e->chunk * 8;
   e->shared_scratch = row_bytes * e->rpb <= SHARED_LIMIT;
-  int64_t grid = split ? e->groups * e->bpr : grid_for (lp->n_rows, e->rpb, n_sms, 16);
+  int64_t grid = split ? e->groups * e->bpr : pl_codegen_cuda_grid (lp->n_rows, e->rpb, n_sms, 16);
   int64_t part_bytes = split ? 16 + 2 * grid * n_red_slots * 3 * 8 : 0;
 
   emit_signature (e, name);
@@ -669,8 +675,7 @@ emit_conv (Emit *e, int n_sms, PlCudaLaunch *l)
         "%s *__restrict__ y)", name, t, t, t);
   line (e, "{");
   e->indent++;
-  line (e, "for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < %" G_GINT64_FORMAT
-        "; i += (int64_t) gridDim.x * blockDim.x)", total);
+  pl_codegen_cuda_grid_stride (e->o, e->indent, "i", total);
   line (e, "{");
   e->indent++;
   int64_t stride = 1;
@@ -722,7 +727,7 @@ emit_conv (Emit *e, int n_sms, PlCudaLaunch *l)
   line (e, "}\n");
   l->entry = g_steal_pointer (&name);
   l->block = 256;
-  l->grid = grid_for (total, 256, n_sms, 32);
+  l->grid = pl_codegen_cuda_grid (total, 256, n_sms, 32);
 }
 
 /* The tiled direct convolution of conv-direct.c, its launch in 3-d. */
@@ -750,7 +755,7 @@ emit_col2im (Emit *e, int n_sms, PlCudaLaunch *l)
   int64_t total = pl_conv_transpose_emit_cuda (e->o, &e->p->conv, name);
   l->entry = g_steal_pointer (&name);
   l->block = 256;
-  l->grid = grid_for (total, 256, n_sms, 32);
+  l->grid = pl_codegen_cuda_grid (total, 256, n_sms, 32);
 }
 
 int

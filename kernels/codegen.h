@@ -89,6 +89,12 @@ char       *pl_codegen_cuda_prelude   (void);
  * kernel, launch[1] the convolution. n_sms sizes grids (0: assume 132).
  * Returns the number of launches described (0: no generated code). */
 int         pl_codegen_cuda_kernel    (GString *out, const PlKernelPlan *p, int n_sms, PlCudaLaunch *launch);
+/* Blocks of `block` threads for a grid-stride loop over `work` items: one
+ * item a thread, at most per_sm blocks per SM (and at least one block). */
+int64_t     pl_codegen_cuda_grid      (int64_t work, int block, int n_sms, int per_sm);
+/* The grid-stride loop's head at indent:
+ *   for (int64_t VAR = <global thread>; VAR < n; VAR += <threads in the grid>) */
+void        pl_codegen_cuda_grid_stride (GString *o, int indent, const char *var, int64_t n);
 void        pl_cuda_launch_clear      (PlCudaLaunch *l);
 
 G_END_DECLS

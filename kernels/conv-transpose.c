@@ -126,8 +126,7 @@ pl_conv_transpose_emit_cuda (GString *out, const PlConvDesc *c, const char *name
                    "%s *__restrict__ y, int64_t n)", name, t, t);
   pl_codegen_line (out, ind, "{");
   ind++;
-  pl_codegen_line (out, ind, "for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < %" G_GINT64_FORMAT
-                   "; i += (int64_t) gridDim.x * blockDim.x)", total);
+  pl_codegen_cuda_grid_stride (out, ind, "i", total);
   pl_codegen_line (out, ind, "{");
   ind++;
   pl_codegen_line (out, ind, "const int64_t m = i / %" G_GINT64_FORMAT ";", osz);

@@ -35,6 +35,8 @@
 #define G_LOG_DOMAIN "passlab"
 #include "pool.h"
 
+#include "codegen.h"
+
 #include <stdarg.h>
 #include <string.h>
 
@@ -597,8 +599,7 @@ pl_pool_emit_cuda (GString *out, const PlPoolDesc *d, const char *name, int n_sm
   line (&e, "extern \"C\" __global__ void __launch_bounds__ (256)");
   line (&e, "%s (const P_T *__restrict__ x, P_T *__restrict__ y, void *unused)", name);
   open_block (&e);
-  line (&e, "for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < %" G_GINT64_FORMAT
-        "; i += (int64_t) gridDim.x * blockDim.x)", total);
+  pl_codegen_cuda_grid_stride (out, e.indent, "i", total);
   open_block (&e);
   /* the coordinates, innermost in Y's memory order first: neighbouring threads write neighbours */
   int order[NDIMS];
@@ -622,5 +623,5 @@ pl_pool_emit_cuda (GString *out, const PlPoolDesc *d, const char *name, int n_sm
   line (&e, "%s", "");
   undef_all (out);
   *block = 256;
-  *grid = CLAMP ((total + 255) / 256, 1, (int64_t) MAX (n_sms, 1) * 32);
+  *grid = pl_codegen_cuda_grid (total, 256, n_sms, 32);
 }

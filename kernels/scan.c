@@ -8,6 +8,7 @@
 #define G_LOG_DOMAIN "passlab"
 #include "scan.h"
 
+#include "codegen.h"
 #include "kernel-plan.h"
 #include "ops-util.h"
 
@@ -118,8 +119,8 @@ pl_scan_emit_cuda (GString *out, const PlScanDesc *d, const char *name, int n_sm
                                "extern \"C\" __global__ void __launch_bounds__ (256)\n"
                                "%s (const %s *__restrict__ x, %s *__restrict__ y, void *unused)\n{\n",
                           name, what, name, t, t);
-  g_string_append_printf (out, "  for (int64_t line = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; line < %"
-                               G_GINT64_FORMAT "; line += (int64_t) gridDim.x * blockDim.x)\n  {\n", lines);
+  pl_codegen_cuda_grid_stride (out, 1, "line", lines);
+  g_string_append (out, "  {\n");
   g_string_append_printf (out, "    const int64_t o = line / %" G_GINT64_FORMAT ", i = line %% %" G_GINT64_FORMAT ";\n",
                           d->inner, d->inner);
   g_string_append_printf (out, "    %s acc = 0;\n    for (int64_t s = 0; s < %" G_GINT64_FORMAT "; s++)\n    {\n",
@@ -130,5 +131,5 @@ pl_scan_emit_cuda (GString *out, const PlScanDesc *d, const char *name, int n_sm
   emit_step (out, d, "      ", "acc", at);
   g_string_append (out, "    }\n  }\n}\n\n");
   *block = 256;
-  *grid = CLAMP ((lines + 255) / 256, 1, (int64_t) MAX (n_sms, 1) * 32);
+  *grid = pl_codegen_cuda_grid (lines, 256, n_sms, 32);
 }

@@ -11,6 +11,7 @@
 #define G_LOG_DOMAIN "passlab"
 #include "scatter.h"
 
+#include "codegen.h"
 #include "kernel-plan.h"
 #include "ops-util.h"
 
@@ -228,22 +229,21 @@ pl_scatter_emit_cuda (GString *out, const PlScatterDesc *d, const char *name, in
 {
   const char *t = pl_plan_ctype (d->dtype), *it = pl_plan_ctype (d->index_dtype);
   g_autofree char *what = pl_scatter_describe (d);
-  const int64_t lines = n_lines (d), cap = (int64_t) MAX (n_sms, 1) * 32;
+  const int64_t lines = n_lines (d);
   g_string_append_printf (out, "/* %s: %s, a copy, then a thread per line (scatter.c) */\n", name, what);
   g_string_append_printf (out, "extern \"C\" __global__ void __launch_bounds__ (256)\n"
-                               "%s_copy (const %s *__restrict__ x, %s *__restrict__ y)\n{\n"
-                               "  for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < %" G_GINT64_FORMAT
-                               "; i += (int64_t) gridDim.x * blockDim.x)\n    y[i] = x[i];\n}\n\n",
-                          name, t, t, d->numel);
+                               "%s_copy (const %s *__restrict__ x, %s *__restrict__ y)\n{\n", name, t, t);
+  pl_codegen_cuda_grid_stride (out, 1, "i", d->numel);
+  g_string_append (out, "    y[i] = x[i];\n}\n\n");
   g_string_append_printf (out, "extern \"C\" __global__ void __launch_bounds__ (256)\n"
                                "%s (const %s *__restrict__ x, const %s *__restrict__ idx, const %s *__restrict__ upd, "
                                "%s *__restrict__ y, int64_t *pl_status, void *unused)\n{\n",
                           name, t, it, t, t);
-  g_string_append_printf (out, "  for (int64_t line = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; line < %"
-                               G_GINT64_FORMAT "; line += (int64_t) gridDim.x * blockDim.x)\n  {\n", lines);
+  pl_codegen_cuda_grid_stride (out, 1, "line", lines);
+  g_string_append (out, "  {\n");
   emit_line (out, d);
   g_string_append (out, "  }\n}\n\n");
   *copy_block = *block = 256;
-  *copy_grid = CLAMP ((d->numel + 255) / 256, 1, cap);
-  *grid = CLAMP ((lines + 255) / 256, 1, cap);
+  *copy_grid = pl_codegen_cuda_grid (d->numel, 256, n_sms, 32);
+  *grid = pl_codegen_cuda_grid (lines, 256, n_sms, 32);
 }

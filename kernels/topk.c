@@ -9,6 +9,7 @@
 #define G_LOG_DOMAIN "passlab"
 #include "topk.h"
 
+#include "codegen.h"
 #include "kernel-plan.h"
 #include "ops-util.h"
 
@@ -113,10 +114,10 @@ pl_topk_emit_cuda (GString *out, const PlTopKDesc *d, const char *name, int n_sm
                                "extern \"C\" __global__ void __launch_bounds__ (128)\n"
                                "%s (const %s *__restrict__ x, %s *__restrict__ values, int64_t *__restrict__ indices, "
                                "void *unused)\n{\n", name, what, name, t, t);
-  g_string_append_printf (out, "  for (int64_t line = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; line < %"
-                               G_GINT64_FORMAT "; line += (int64_t) gridDim.x * blockDim.x)\n  {\n", lines);
+  pl_codegen_cuda_grid_stride (out, 1, "line", lines);
+  g_string_append (out, "  {\n");
   emit_line (out, d);
   g_string_append (out, "  }\n}\n\n");
   *block = 128;
-  *grid = CLAMP ((lines + 127) / 128, 1, (int64_t) MAX (n_sms, 1) * 32);
+  *grid = pl_codegen_cuda_grid (lines, 128, n_sms, 32);
 }
