@@ -5,10 +5,10 @@
  *
  *   omp parallel for collapse over tiles (image, group, z, y, x)
  *     acc = 0                             the tile's outputs, x*y*z (*N)
- *     for each input channel c            alpha = 1: a channel at a time
- *       stage c's input window            x' * y' elements, zeros outside
+ *     for each input channel c, cu at a time   (each read once per tile)
+ *       stage their input windows         x' * y' elements, zeros outside
  *       for each register block of acc      the image, split by stride phase
- *         load it; for kh, kw: block += window * weights; store it
+ *         load it; for c, kh, kw: block += window * weights; store it
  *     y[tile] = acc
  *
  * A register block is P rows of one or two vectors along the dim that is
@@ -26,9 +26,9 @@
  * padding, so no block checks bounds; the accumulators are padded to whole
  * vectors along the vector dim (padded lanes read zeros or the next
  * weights, PACK_TAIL past the end, and are never stored); tile rows that
- * do not fill a block take a one-row or one-vector block. Kernels with
- * fewer than 4 taps (1x1) take ceil(8/taps) channels per pass, so that a
- * block does at least 8 multiply-adds per accumulator load and store.
+ * do not fill a block take a one-row or one-vector block. A pass takes
+ * ceil(32/taps) channels (choose_blocks), so that a block does about 32
+ * multiply-adds per accumulator load and store.
  *
  * Weights are packed [g][c][kh][kw][k] (k within the group innermost) for
  * every layout: one channel's weights — what a tile needs at a time — are
@@ -663,11 +663,15 @@ choose_blocks (const PlConvDesc *c)
   const int64_t n = pl_conv_direct_nhwc_depthwise (c)                  ? c->group
                     : c->x_layout == PL_LAYOUT_NHWC ? KG : c->x_layout == PL_LAYOUT_CHWN ? c->batch : OW;
   Blocks b = { 1, 1, 1, 1, 1 };
-  /* alpha = 1 wants one input channel per pass over the tile; with fewer
-   * than 4 taps a block would then do fewer multiply-adds than accumulator
-   * loads and stores, so small kernels take ceil (8 / taps) channels. */
+  /* A block loads and stores its accumulators once per pass, and a pass
+   * does cu x taps multiply-adds on each: with one channel a pass (alpha =
+   * 1), a 3x3 kernel's 9 were too few — the 14x14 and 7x7 convs of ResNet-18
+   * ran at 45-55% of the FMA peak. ceil (32 / taps) channels a pass (4 for
+   * 3x3, 1 for 7x7): ResNet-18 in NHWC 16.5 -> 14.9 ms, 64 no better. Each
+   * channel's window is still read from memory once per tile; only the
+   * staged part of the working set grows (pl_conv_direct_working_set). */
   const int64_t taps = c->kernel[0] * c->kernel[1];
-  b.cu = taps >= 4 ? 1 : MIN (cg (c), (8 + taps - 1) / taps);
+  b.cu = MIN (cg (c), (32 + taps - 1) / taps);
   b.vl = vector_length (n, vmax);
   b.nv = (n + b.vl - 1) / b.vl >= 2 ? 2 : 1;
   int64_t pmax;
