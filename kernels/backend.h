@@ -18,8 +18,12 @@ typedef void (*PlCpuIm2colFn) (const void *x, void *col, int64_t n, int64_t g);
  * cache_dir/<sha256 of compiler, flags and source>.so (reused when present:
  * *cache_hit) and loads it. cache_dir NULL: $XDG_CACHE_HOME/passlab/kernels. */
 PlCpuModule *pl_cpu_module_compile (const char *source, const char *cache_dir, bool *cache_hit, GError **error);
-/* The same with the system C++ compiler ($PASSLAB_CXX, default c++): the CUDA emulator's modules. */
-PlCpuModule *pl_cpu_module_compile_cxx (const char *source, const char *cache_dir, bool *cache_hit, GError **error);
+/* The same with the system C++ compiler ($PASSLAB_CXX, default c++): the CUDA emulator's modules.
+ * header (may be NULL): text that goes in front of source, precompiled once per cache dir (GCC's
+ * .gch), since parsing the emulator's header (with the C++ library's <cmath>) took most of a small
+ * module's compile. */
+PlCpuModule *pl_cpu_module_compile_cxx (const char *header, const char *source, const char *cache_dir,
+                                        bool *cache_hit, GError **error);
 bool         pl_cpu_cxx_available  (char **reason);
 void        *pl_cpu_module_symbol  (PlCpuModule *m, const char *name);
 const char  *pl_cpu_module_path    (const PlCpuModule *m);

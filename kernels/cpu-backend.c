@@ -131,14 +131,95 @@ first_lines (const char *text, int n)
   return g_strjoinv ("\n", lines);
 }
 
+/* Runs the toolchain's compiler on src into tmp with its flags, then
+ * renames tmp to dst. `header`: src is a header to precompile (no -shared,
+ * no libraries). */
+static bool
+spawn_compiler (const Toolchain *t, const char *src, const char *tmp, const char *dst, bool header, GError **error)
+{
+  g_auto (GStrv) flags = g_strsplit (t->flags, " ", -1);
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_ptr_array_add (argv, (gpointer) compiler (t));
+  for (int i = 0; flags[i]; i++)
+    if (!header || strcmp (flags[i], "-shared") != 0)
+      g_ptr_array_add (argv, flags[i]);
+  if (header)
+    g_ptr_array_add (argv, (gpointer) "-xc++-header");
+  g_ptr_array_add (argv, (gpointer) "-o");
+  g_ptr_array_add (argv, (gpointer) tmp);
+  g_ptr_array_add (argv, (gpointer) src);
+  if (!header)
+    g_ptr_array_add (argv, (gpointer) "-lm");
+  g_ptr_array_add (argv, NULL);
+  g_autofree char *err = NULL;
+  int status = 0;
+  g_autoptr (GError) local = NULL;
+  /* plain ASCII messages */
+  g_auto (GStrv) env = g_environ_setenv (g_get_environ (), "LC_ALL", "C", TRUE);
+  if (!g_spawn_sync (NULL, (char **) argv->pdata, env, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL,
+                     NULL, &err, &status, &local))
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "cannot run the %s '%s': %s", t->what, compiler (t),
+                   local->message);
+      return false;
+    }
+  if (!g_spawn_check_wait_status (status, NULL))
+    {
+      g_autofree char *msg = first_lines (err, 20);
+      g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "the %s failed on %s:\n%s", t->what, src, msg);
+      g_unlink (tmp);
+      return false;
+    }
+  if (g_rename (tmp, dst) != 0)
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_IO, "cannot write %s: %s", dst, g_strerror (errno));
+      g_unlink (tmp);
+      return false;
+    }
+  return true;
+}
+
+/* dir/h<hash>.h holding `text`, and beside it the compiler's precompiled
+ * form (h<hash>.h.gch, which GCC reads in its place when a source's first
+ * line includes it and the flags match); the include line for it. A
+ * header that fails to precompile is still included as text. */
+static char *
+precompiled_header (const Toolchain *t, const char *dir, const char *text, GError **error)
+{
+  g_autofree char *keytext = g_strdup_printf ("%s\n%s %s\n%s", compiler_identity (t), compiler (t), t->flags, text);
+  g_autofree char *hash = g_compute_checksum_for_string (G_CHECKSUM_SHA256, keytext, -1);
+  g_autofree char *base = g_strdup_printf ("h%.32s.h", hash);
+  g_autofree char *path = g_build_filename (dir, base, NULL);
+  g_autofree char *gch = g_strdup_printf ("%s.gch", path);
+  if (!g_file_test (path, G_FILE_TEST_EXISTS) && !g_file_set_contents (path, text, -1, error))
+    return NULL;
+  if (!g_file_test (gch, G_FILE_TEST_EXISTS))
+    {
+      g_autofree char *tmp = g_strdup_printf ("%s.%d.tmp.gch", path, (int) getpid ());
+      g_autoptr (GError) local = NULL;
+      if (!spawn_compiler (t, path, tmp, gch, true, &local))
+        g_debug ("not precompiled: %s", local->message);
+    }
+  return g_strdup_printf ("#include \"%s\"\n", base);
+}
+
 static PlCpuModule *
-module_compile (const Toolchain *t, const char *source, const char *cache_dir, bool *cache_hit, GError **error)
+module_compile (const Toolchain *t, const char *header, const char *source, const char *cache_dir, bool *cache_hit,
+                GError **error)
 {
   g_autofree char *dir = cache_dir ? g_strdup (cache_dir) : default_cache_dir ();
   if (g_mkdir_with_parents (dir, 0755) != 0)
     {
       g_set_error (error, PL_ERROR, PL_ERROR_IO, "cannot create the kernel cache %s: %s", dir, g_strerror (errno));
       return NULL;
+    }
+  g_autofree char *with_header = NULL;
+  if (header)
+    {
+      g_autofree char *include = precompiled_header (t, dir, header, error);
+      if (!include)
+        return NULL;
+      source = with_header = g_strconcat (include, source, NULL);
     }
   g_autofree char *keytext = g_strdup_printf ("%s\n%s %s\n%s", compiler_identity (t), compiler (t), t->flags, source);
   g_autofree char *hash = g_compute_checksum_for_string (G_CHECKSUM_SHA256, keytext, -1);
@@ -153,41 +234,8 @@ module_compile (const Toolchain *t, const char *source, const char *cache_dir, b
       if (!g_file_set_contents (src, source, -1, error))
         return NULL;
       g_autofree char *tmp = g_strdup_printf ("%s/%s.%d.tmp.so", dir, base, (int) getpid ());
-      g_auto (GStrv) flags = g_strsplit (t->flags, " ", -1);
-      g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-      g_ptr_array_add (argv, (gpointer) compiler (t));
-      for (int i = 0; flags[i]; i++)
-        g_ptr_array_add (argv, flags[i]);
-      g_ptr_array_add (argv, (gpointer) "-o");
-      g_ptr_array_add (argv, tmp);
-      g_ptr_array_add (argv, src);
-      g_ptr_array_add (argv, (gpointer) "-lm");
-      g_ptr_array_add (argv, NULL);
-      g_autofree char *err = NULL;
-      int status = 0;
-      g_autoptr (GError) local = NULL;
-      /* plain ASCII messages */
-      g_auto (GStrv) env = g_environ_setenv (g_get_environ (), "LC_ALL", "C", TRUE);
-      if (!g_spawn_sync (NULL, (char **) argv->pdata, env, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
-                         NULL, NULL, &err, &status, &local))
-        {
-          g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "cannot run the %s '%s': %s", t->what, compiler (t),
-                       local->message);
-          return NULL;
-        }
-      if (!g_spawn_check_wait_status (status, NULL))
-        {
-          g_autofree char *msg = first_lines (err, 20);
-          g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "the %s failed on %s:\n%s", t->what, src, msg);
-          g_unlink (tmp);
-          return NULL;
-        }
-      if (g_rename (tmp, so) != 0)
-        {
-          g_set_error (error, PL_ERROR, PL_ERROR_IO, "cannot write %s: %s", so, g_strerror (errno));
-          g_unlink (tmp);
-          return NULL;
-        }
+      if (!spawn_compiler (t, src, tmp, so, false, error))
+        return NULL;
     }
   static gsize policy_once;
   if (g_once_init_enter (&policy_once))
@@ -212,7 +260,7 @@ module_compile (const Toolchain *t, const char *source, const char *cache_dir, b
 PlCpuModule *
 pl_cpu_module_compile (const char *source, const char *cache_dir, bool *cache_hit, GError **error)
 {
-  return module_compile (&c_toolchain, source, cache_dir, cache_hit, error);
+  return module_compile (&c_toolchain, NULL, source, cache_dir, cache_hit, error);
 }
 
 bool
@@ -225,9 +273,10 @@ pl_cpu_cxx_available (char **reason)
 }
 
 PlCpuModule *
-pl_cpu_module_compile_cxx (const char *source, const char *cache_dir, bool *cache_hit, GError **error)
+pl_cpu_module_compile_cxx (const char *header, const char *source, const char *cache_dir, bool *cache_hit,
+                           GError **error)
 {
-  return module_compile (&cxx_toolchain, source, cache_dir, cache_hit, error);
+  return module_compile (&cxx_toolchain, header, source, cache_dir, cache_hit, error);
 }
 
 void *

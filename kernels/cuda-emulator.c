@@ -342,11 +342,12 @@ pl_cuda_emulator_load (const char *source, const char *const *kernels, GError **
                                                        G_RESOURCE_LOOKUP_FLAGS_NONE, error);
   if (!device)
     return NULL;
-  GString *s = g_string_new_len (g_bytes_get_data (device, NULL), (gssize) g_bytes_get_size (device));
+  g_autofree char *header = g_strndup (g_bytes_get_data (device, NULL), g_bytes_get_size (device));
+  GString *s = g_string_new (NULL);
   append_rewritten (s, source);
   g_string_append (s, "\n/* --- the emulator's entry points --- */\n");
   for (int k = 0; kernels[k]; k++)
     g_string_append_printf (s, "PL_EMU_ENTRY (%s)\n", kernels[k]);
   g_autofree char *text = g_string_free (s, FALSE);
-  return pl_cpu_module_compile_cxx (text, NULL, NULL, error);
+  return pl_cpu_module_compile_cxx (header, text, NULL, NULL, error);
 }

@@ -245,10 +245,56 @@ test_memory_and_lookup (void)
   g_assert_nonnull (strstr (error->message, "undefined_name"));
 }
 
+/* The emulator's device header is precompiled once in the module cache
+ * (this test's own, set in main) and every module's source includes it;
+ * a precompiled header the compiler cannot read (here: garbage) costs
+ * time, never a result. */
+static void
+test_precompiled_header (void)
+{
+  PlCudaContext *c = context ();
+  g_autoptr (GError) error = NULL;
+  const char *kernels[] = { "k", NULL };
+  gpointer m = pl_cuda_module_build (c, "extern \"C\" __global__ void k (int *out) { out[threadIdx.x] = 7; }\n",
+                                     kernels, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (m);
+  g_autofree char *dir = g_build_filename (g_get_user_cache_dir (), "passlab", "kernels", NULL);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, &error);
+  g_assert_no_error (error);
+  g_autofree char *gch = NULL, *module_source = NULL;
+  int headers = 0;
+  for (const char *name; (name = g_dir_read_name (d));)
+    if (g_str_has_suffix (name, ".h.gch"))
+      gch = g_build_filename (dir, name, NULL);
+    else if (g_str_has_suffix (name, ".h"))
+      headers++;
+    else if (g_str_has_suffix (name, ".cc"))
+      module_source = g_build_filename (dir, name, NULL);
+  g_assert_cmpint (headers, ==, 1);
+  g_assert_nonnull (gch);
+  g_assert_nonnull (module_source);
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (module_source, &text, NULL, NULL));
+  g_assert_true (g_str_has_prefix (text, "#include \"h"));
+  g_assert_null (strstr (text, "namespace pl_emu"));   /* the header is not copied in */
+
+  g_assert_true (g_file_set_contents (gch, "garbage", -1, NULL));
+  const unsigned one[3] = { 1, 1, 1 }, block[3] = { 4, 1, 1 };
+  g_autofree int *out = launch ("extern \"C\" __global__ void k2 (int *out) { out[threadIdx.x] = 5; }\n", "k2", one,
+                                block, 0, 4, &error);
+  g_assert_no_error (error);
+  for (int i = 0; i < 4; i++)
+    g_assert_cmpint (out[i], ==, 5);
+}
+
 int
 main (int argc, char **argv)
 {
   g_setenv ("PASSLAB_CUDA", "emulator", TRUE);
+  /* a module cache of its own, so that precompiled-header sees what a fresh machine does */
+  g_autofree char *cache = g_dir_make_tmp ("passlab-emulator-XXXXXX", NULL);
+  g_setenv ("XDG_CACHE_HOME", cache, TRUE);
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/Passlab/CudaEmulator/indices", test_indices);
   g_test_add_func ("/Passlab/CudaEmulator/barrier-and-shared", test_barrier_and_shared);
@@ -257,5 +303,8 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/CudaEmulator/grid-barrier", test_grid_barrier);
   g_test_add_func ("/Passlab/CudaEmulator/divergence", test_divergence);
   g_test_add_func ("/Passlab/CudaEmulator/memory-and-lookup", test_memory_and_lookup);
-  return g_test_run ();
+  g_test_add_func ("/Passlab/CudaEmulator/precompiled-header", test_precompiled_header);
+  int status = g_test_run ();
+  pl_test_remove_tree (cache);
+  return status;
 }

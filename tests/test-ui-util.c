@@ -4,6 +4,7 @@
  * (a temporary XDG home, the application), and opening, waiting on and
  * closing windows. */
 #include "test-ui-util.h"
+#include "test-util.h"
 
 #include <errno.h>
 #include <string.h>
@@ -89,29 +90,12 @@ pl_test_ui_have_display (void)
   return test_app != NULL;
 }
 
-/* Removes path and, when it is a folder (not a link to one), all in it. */
-static void
-remove_tree (const char *path)
-{
-  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-  while (dir && (name = g_dir_read_name (dir)))
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
-        remove_tree (child);
-      else
-        g_unlink (child);
-    }
-  g_rmdir (path);
-}
-
 int
 pl_test_ui_finish (int status)
 {
   g_clear_object (&test_app);
   if (test_tmp_dir)
-    remove_tree (test_tmp_dir);
+    pl_test_remove_tree (test_tmp_dir);
   g_clear_pointer (&test_tmp_dir, g_free);
   return status;
 }

@@ -5,6 +5,7 @@
 #include "random-graph.h"
 #include "text-format.h"
 
+#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -180,6 +181,21 @@ pl_test_source_path (const char *relative)
 {
   const char *root = g_getenv ("PASSLAB_SOURCE_DIR");
   return g_build_filename (root ? root : ".", relative, NULL);
+}
+
+void
+pl_test_remove_tree (const char *dir)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  for (const char *name; d && (name = g_dir_read_name (d));)
+    {
+      g_autofree char *path = g_build_filename (dir, name, NULL);
+      if (g_file_test (path, G_FILE_TEST_IS_DIR) && !g_file_test (path, G_FILE_TEST_IS_SYMLINK))
+        pl_test_remove_tree (path);
+      else
+        g_remove (path);
+    }
+  g_rmdir (dir);
 }
 
 PlGraph *

@@ -250,6 +250,8 @@ PlHistory *pl_test_run_checked  (const PlGraph *g, const char *spec, const char 
                                   double tolerance, guint32 seed);
 /* Path of a file in the source tree (from PASSLAB_SOURCE_DIR); g_free it. */
 char      *pl_test_source_path   (const char *relative);
+/* Removes dir and everything below it (a test's temporary folder). */
+void       pl_test_remove_tree   (const char *dir);
 /* The graph of a text (asserts it parses) and of a bundled sample, data/graphs/NAME. */
 PlGraph   *pl_test_parse         (const char *text);
 PlGraph   *pl_test_load_sample   (const char *name);
