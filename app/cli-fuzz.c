@@ -97,7 +97,8 @@ pl_cli_fuzz (int argc, char **argv)
   };
   g_autoptr (GOptionContext) ctx = pl_cli_context ("",
     "Builds random well-formed graphs (broadcasting elementwise ops, reshapes,\n"
-    "reductions, matmuls, concat/slice and the idioms the passes rewrite), runs\n"
+    "reductions, matmuls, concat/slice, gathers, scatters, CumSum, TopK, Einsum\n"
+    "and the idioms the passes rewrite), runs\n"
     "the pipeline on each with the numerical check after every step, and\n"
     "reports every seed where a pass changed the results, broke the graph,\n"
     "failed, crashed or hung. Each graph runs in its own process. The smallest\n"

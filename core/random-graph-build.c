@@ -147,9 +147,16 @@ pl_rg_const_scalar (Gen *G, double v)
 PlValue *
 pl_rg_const_ints (Gen *G, const int64_t *v, int n)
 {
-  g_autoptr (PlTensor) t = pl_tensor_new (PL_DTYPE_I64, 1, (int64_t[]) { n }, NULL);
-  for (int i = 0; i < n; i++)
-    ((int64_t *) t->data)[i] = v[i];
+  const Dims d = { 1, { n } };
+  return pl_rg_const_i64 (G, &d, v);
+}
+
+PlValue *
+pl_rg_const_i64 (Gen *G, const Dims *d, const int64_t *v)
+{
+  g_autoptr (PlTensor) t = pl_tensor_new (PL_DTYPE_I64, d->rank, d->d, NULL);
+  if (t->numel)
+    memcpy (t->data, v, sizeof (int64_t) * t->numel);
   g_autofree char *name = fresh_name (G, "s");
   return pl_graph_add_constant (G->g, name, t, NULL);
 }

@@ -73,6 +73,8 @@ PlValue *pl_rg_const_f32      (Gen *G, const Dims *d, double lo, double hi);
 PlValue *pl_rg_const_scalar   (Gen *G, double v);
 /* A 1-D i64 constant (shapes, axes, slice bounds). */
 PlValue *pl_rg_const_ints     (Gen *G, const int64_t *v, int n);
+/* An i64 constant of dims d (indices). */
+PlValue *pl_rg_const_i64      (Gen *G, const Dims *d, const int64_t *v);
 
 /* A node named after its op; set attributes on it, then call pl_rg_node_end. */
 PlNode  *pl_rg_node_begin     (Gen *G, const char *op_type, int n_inputs, PlValue *const *inputs);
@@ -119,6 +121,10 @@ bool     pl_rg_gen_concat_slice (Gen *G);
 /* Reshape(x) to dims with the same element count, the target sometimes
  * written with a -1 or a 0; the new dims go to *out_dims (may be NULL). */
 PlValue *pl_rg_gen_reshape_of (Gen *G, Entry x, Dims *out_dims);
+
+/* --- random-graph-index.c: Gather*, CumSum, TopK, Scatter*, Einsum ------------------------ */
+
+bool     pl_rg_gen_index      (Gen *G);
 
 /* --- random-graph-idioms.c ---------------------------------------------------------------- */
 

@@ -19,7 +19,8 @@
  *
  * This file holds the driver; the building blocks (dims, constants, nodes,
  * operands) are in random-graph-build.c, the single ops in
- * random-graph-ops.c and the multi-node idioms in random-graph-idioms.c.
+ * random-graph-ops.c and random-graph-index.c, and the multi-node idioms in
+ * random-graph-idioms.c.
  */
 #define G_LOG_DOMAIN "passlab"
 
@@ -117,6 +118,7 @@ pl_random_graph (const PlRandomGraphOptions *options)
     { PL_RANDOM_MATMUL, 2, pl_rg_gen_matmul },
     { PL_RANDOM_CONCAT, 2, pl_rg_gen_concat_slice },
     { PL_RANDOM_PATTERNS, 3, pl_rg_gen_idiom },
+    { PL_RANDOM_INDEX, 2, pl_rg_gen_index },
   };
   int total = 0;
   for (guint k = 0; k < G_N_ELEMENTS (kinds); k++)

@@ -5,7 +5,8 @@
  * about (broadcasting elementwise ops, reshapes, reductions, matmuls, concat,
  * slice) and the multi-node idioms they look for (reduce(reshape(x)),
  * reshape(f(reshape(x), broadcast(y))), linear + bias + activation, layer
- * norm written out). Every node is shape-inferred, every tensor is small, and
+ * norm written out) and the index ops (gathers, scatters, CumSum, TopK,
+ * Einsum). Every node is shape-inferred, every tensor is small, and
  * the values stay in a numerically tame range on pl_random_inputs(), so the
  * reference interpreter runs a graph in milliseconds and a pass that keeps
  * the meaning keeps the outputs within the pass manager's check tolerance.
@@ -28,7 +29,8 @@ typedef enum {
   PL_RANDOM_MATMUL      = 1 << 3, /* MatMul, Gemm */
   PL_RANDOM_CONCAT      = 1 << 4, /* Concat, Slice */
   PL_RANDOM_PATTERNS    = 1 << 5, /* multi-node idioms the passes rewrite */
-  PL_RANDOM_ALL         = (1 << 6) - 1,
+  PL_RANDOM_INDEX       = 1 << 6, /* Gather*, GatherND, CumSum, TopK, ScatterND/Elements, Einsum (constant indices) */
+  PL_RANDOM_ALL         = (1 << 7) - 1,
 } PlRandomOps;
 
 typedef struct {

@@ -33,8 +33,9 @@ typedef bool (*PlGradRule) (PlGrad *G, const PlNode *n, PlValue *const *dy, cons
 
 /* The rule for n's op, or NULL when there is none (grad-rules.c). */
 PlGradRule pl_grad_rule                (const PlNode *n);
-/* The same for the ops of grad-rules-nn.c. */
+/* The same for the ops of grad-rules-nn.c and grad-rules-index.c. */
 PlGradRule pl_grad_rule_nn             (const PlNode *n);
+PlGradRule pl_grad_rule_index          (const PlNode *n);
 /* A fusion node's rule (grad.c): its body is recomputed in the outer graph
  * and differentiated there. */
 bool       pl_grad_rule_fusion         (PlGrad *G, const PlNode *n, PlValue *const *dy, const bool *need);

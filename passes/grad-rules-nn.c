@@ -1,6 +1,6 @@
 /* grad-rules-nn.c — gradient rules of the grad pass for the network ops:
  * LayerNormalization and BatchNormalization (recomputing the statistics),
- * Conv, the pools, MatMul, Gemm and the two losses.
+ * Conv, the pools, MatMul, Gemm, Einsum and the two losses.
  *
  * The forms are those the other passes expect: MatMul gradients read
  * Transpose(.., last two dims swapped), which fuse-library folds into GEMMs
@@ -11,6 +11,7 @@
  */
 #define G_LOG_DOMAIN "passlab"
 #include "grad-private.h"
+#include "einsum.h"
 
 #include <string.h>
 
@@ -562,6 +563,111 @@ rule_loss (PlGrad *G, const PlNode *n, PlValue *const *dy, const bool *need)
   return !G->error;
 }
 
+/* --- Einsum ------------------------------------------------------------------------------------------ */
+
+/* One or two operands without diagonals or broadcasting: an operand's
+ * gradient is the Einsum of dy with the other operand onto its labels;
+ * labels only it had (summed over in the forward) are unsqueezed and
+ * expanded, since each of their elements got the same gradient. */
+static bool
+rule_einsum (PlGrad *G, const PlNode *n, PlValue *const *dy, const bool *need)
+{
+  const int k = n->n_inputs;
+  int ranks[2] = { 0 };
+  int64_t dims[2][PL_MAX_RANK], label_dim[PL_EINSUM_LABELS];
+  PlEinsumPlan plan;
+  if (k < 1 || k > 2)
+    {
+      pl_grad_fail (G, PL_ERROR_UNSUPPORTED, "Einsum of %d operands has no gradient rule (one or two)", k);
+      return false;
+    }
+  for (int i = 0; i < k; i++)
+    if (!pl_grad_require_static (G, n->inputs[i], dims[i]))
+      return false;
+    else
+      ranks[i] = n->inputs[i]->shape.rank;
+  g_autoptr (GError) err = NULL;
+  if (!pl_einsum_plan (pl_node_attr_string (n, "equation", ""), k, ranks, &plan, &err))
+    {
+      pl_grad_fail (G, PL_ERROR_INVALID, "%s", err->message);
+      return false;
+    }
+  /* a letter per label, and every label one size */
+  char letter[PL_EINSUM_LABELS];
+  for (int l = 0; l < PL_EINSUM_LABELS; l++)
+    letter[l] = (char) (l < 26 ? 'A' + l : l < 52 ? 'a' + l - 26 : 0), label_dim[l] = -1;
+  for (int l = PL_EINSUM_LETTERS, free_letter = 0; l < PL_EINSUM_LABELS; l++)
+    {
+      /* the broadcast axes take letters no operand uses */
+      for (;; free_letter++)
+        {
+          bool used = false;
+          for (int i = 0; i < k; i++)
+            for (int a = 0; a < ranks[i]; a++)
+              used |= plan.ids[i][a] == free_letter;
+          if (!used)
+            break;
+        }
+      letter[l] = letter[free_letter++];
+    }
+  for (int i = 0; i < k; i++)
+    for (int a = 0; a < ranks[i]; a++)
+      {
+        const int l = plan.ids[i][a];
+        for (int b = 0; b < a; b++)
+          if (plan.ids[i][b] == l)
+            {
+              pl_grad_fail (G, PL_ERROR_UNSUPPORTED, "an Einsum that reads a diagonal has no gradient rule");
+              return false;
+            }
+        if (label_dim[l] >= 0 && label_dim[l] != dims[i][a])
+          {
+            pl_grad_fail (G, PL_ERROR_UNSUPPORTED, "an Einsum that broadcasts an axis has no gradient rule");
+            return false;
+          }
+        label_dim[l] = dims[i][a];
+      }
+  GString *out_labels = g_string_new (NULL);
+  for (int a = 0; a < plan.out_rank; a++)
+    g_string_append_c (out_labels, letter[plan.out_ids[a]]);
+  for (int i = 0; i < k && !G->error; i++)
+    {
+      if (!need[i])
+        continue;
+      const int o = 1 - i;
+      g_autoptr (GString) eq = g_string_new (out_labels->str);
+      if (k == 2)
+        {
+          g_string_append_c (eq, ',');
+          for (int a = 0; a < ranks[o]; a++)
+            g_string_append_c (eq, letter[plan.ids[o][a]]);
+        }
+      g_string_append (eq, "->");
+      int64_t missing[PL_MAX_RANK];
+      int n_missing = 0;
+      for (int a = 0; a < ranks[i]; a++)
+        {
+          const int l = plan.ids[i][a];
+          bool seen = false;
+          for (int b = 0; b < plan.out_rank; b++)
+            seen |= plan.out_ids[b] == l;
+          for (int b = 0; k == 2 && b < ranks[o]; b++)
+            seen |= plan.ids[o][b] == l;
+          if (seen)
+            g_string_append_c (eq, letter[l]);
+          else
+            missing[n_missing++] = a;
+        }
+      PlNode *e = pl_grad_node (G, "Einsum", k, k == 2 ? (PlValue *[]) { dy[0], n->inputs[o] } : &dy[0], 1);
+      if (e)
+        pl_node_set_attr_string (e, "equation", eq->str);
+      PlValue *d = pl_grad_unsqueeze (G, pl_grad_finish (G, e), missing, n_missing);
+      pl_grad_give (G, n->inputs[i], n_missing ? pl_grad_expand_like (G, d, n->inputs[i]) : d);
+    }
+  g_string_free (out_labels, TRUE);
+  return !G->error;
+}
+
 /* --- the table ------------------------------------------------------------------------------------- */
 
 PlGradRule
@@ -585,6 +691,8 @@ pl_grad_rule_nn (const PlNode *n)
       return rule_matmul;
     case PL_OP_Gemm:
       return rule_gemm;
+    case PL_OP_Einsum:
+      return rule_einsum;
     case PL_OP_SoftmaxCrossEntropyLoss: case PL_OP_NegativeLogLikelihoodLoss:
       return rule_loss;
     default:

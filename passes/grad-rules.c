@@ -1,6 +1,6 @@
 /* grad-rules.c — gradient rules of the grad pass for elementwise ops, data
  * movement, reductions and softmax, and the table that finds a node's rule
- * (the ops of grad-rules-nn.c are looked up there).
+ * (the ops of grad-rules-nn.c and grad-rules-index.c are looked up there).
  *
  * A rule reads the forward node (its inputs and outputs stay live until the
  * backward use: that is what makes training graphs memory-hungry) and the
@@ -772,7 +772,7 @@ pl_grad_rule (const PlNode *n)
     case PL_OP_Softmax: case PL_OP_LogSoftmax:
       return rule_softmax;
     default:
-      return pl_grad_rule_nn (n);
+      return pl_grad_rule_nn (n) ? pl_grad_rule_nn (n) : pl_grad_rule_index (n);
     }
 }
 
@@ -792,6 +792,8 @@ pl_grad_slot_differentiable (const PlNode *n, int i)
       return i == 0;
     case PL_OP_Where:
       return i == 1 || i == 2;
+    case PL_OP_ScatterND: case PL_OP_ScatterElements: case PL_OP_Scatter:
+      return i == 0 || i == 2;   /* data and updates, not the indices */
     case PL_OP_BatchNormalization:
       return i < 3;  /* the running mean and var are statistics, not parameters */
     default:

@@ -72,7 +72,7 @@ test_generator_valid (void)
   /* Other sizes, ranks and op mixes. */
   static const guint mixes[] = {
     PL_RANDOM_ELEMENTWISE, PL_RANDOM_SHAPE, PL_RANDOM_REDUCE, PL_RANDOM_MATMUL, PL_RANDOM_CONCAT,
-    PL_RANDOM_PATTERNS, PL_RANDOM_ELEMENTWISE | PL_RANDOM_SHAPE,
+    PL_RANDOM_PATTERNS, PL_RANDOM_ELEMENTWISE | PL_RANDOM_SHAPE, PL_RANDOM_INDEX,
   };
   for (guint32 seed = 1; seed <= 140; seed++)
     {
@@ -153,13 +153,14 @@ test_generator_coverage (void)
     PL_OP_Reshape, PL_OP_Transpose, PL_OP_Expand, PL_OP_Squeeze, PL_OP_Unsqueeze, PL_OP_Flatten,
     PL_OP_ReduceSum, PL_OP_ReduceMean, PL_OP_ReduceMax, PL_OP_ReduceMin, PL_OP_Softmax,
     PL_OP_LogSoftmax, PL_OP_LayerNormalization, PL_OP_MatMul, PL_OP_Gemm, PL_OP_Concat, PL_OP_Slice,
-    PL_OP_Pad, PL_OP_Tile,
+    PL_OP_Pad, PL_OP_Tile, PL_OP_Gather, PL_OP_GatherElements, PL_OP_GatherND, PL_OP_CumSum, PL_OP_TopK,
+    PL_OP_ScatterND, PL_OP_ScatterElements, PL_OP_Einsum,
   };
   static const char *const pad_modes[] = { "constant", "edge", "reflect", "wrap" };
   int pads[4] = { 0 }, negative_steps = 0;
   gboolean seen[PL_OP_COUNT] = { FALSE };
   int reduce_reshape = 0, reshape_sandwich = 0, scalar_broadcast = 0, rank_broadcast = 0, keepdims0 = 0;
-  for (guint32 seed = 1; seed <= 200; seed++)
+  for (guint32 seed = 1; seed <= 300; seed++)
     {
       PlRandomGraphOptions o;
       pl_random_graph_options_init (&o);

@@ -383,6 +383,48 @@ test_cumsum (void)
               "y", "f64[3, 5]", "a");
 }
 
+/* TopK (largest and smallest, two axes), GatherND, and ScatterND and
+ * ScatterElements with reduction none (no place written twice) and add:
+ * gathers scatter dy back, scatters gather it for the updates and zero the
+ * overwritten places for the data. */
+static void
+test_index_ops (void)
+{
+  CHECK_BODY ("  const a: f64[3, 5] = random(seed=1)\n  const k: i64[1] = [2]\n"
+              "  t, ti = TopK(a, k) {axis=-1}\n"
+              "  t2, ti2 = TopK(a, k) {axis=0, largest=0}\n"
+              "  const gi: i64[2, 2] = [0, 1, 2, -1]\n"
+              "  gn: f64[2] = GatherND(a, gi)\n"
+              "  const b: f64[4, 3] = random(seed=2)\n"
+              "  const si: i64[2, 1] = [3, 0]\n"
+              "  const su: f64[2, 3] = random(seed=3)\n"
+              "  sn: f64[4, 3] = ScatterND(b, si, su)\n"
+              "  sa: f64[4, 3] = ScatterND(b, si, su) {reduction=\"add\"}\n"
+              "  const ei: i64[2, 3] = [1, 0, 3, 2, 3, 0]\n"
+              "  se: f64[4, 3] = ScatterElements(b, ei, su) {axis=0}\n"
+              "  sea: f64[4, 3] = ScatterElements(b, ei, su) {axis=-2, reduction=\"add\"}\n"
+              "  s1 = ReduceSum(t) {keepdims=0}\n  s2 = ReduceSum(t2) {keepdims=0}\n"
+              "  s3 = ReduceSum(gn) {keepdims=0}\n  s12 = Add(s1, s2)\n  s = Mul(s12, s3)\n"
+              "  m1 = Mul(sn, sa)\n  m2 = Mul(m1, se)\n  m3 = Add(m2, sea)\n"
+              "  y = Mul(m3, s)\n",
+              "y", "f64[4, 3]", "a,b,su");
+}
+
+/* Einsum: contractions, a label only one operand has and the output
+ * drops (its gradient is expanded), one operand (a transpose with a sum). */
+static void
+test_einsum (void)
+{
+  CHECK_BODY ("  const a: f64[2, 3, 4] = random(seed=1)\n  const b: f64[4, 3, 2] = random(seed=2)\n"
+              "  const c: f64[3, 5] = random(seed=3)\n"
+              "  e1: f64[2, 3, 2] = Einsum(a, b) {equation=\"abc,cbd->abd\"}\n"
+              "  e2: f64[3, 5] = Einsum(a, c) {equation=\"xyz,yw->yw\"}\n"
+              "  e3: f64[4, 2] = Einsum(a) {equation=\"ijk->ki\"}\n"
+              "  s1 = ReduceSum(e1) {keepdims=0}\n  s3 = ReduceSum(e3) {keepdims=0}\n  s = Mul(s1, s3)\n"
+              "  y = Mul(e2, s)\n",
+              "y", "f64[3, 5]", "a,b,c");
+}
+
 static void
 test_gather_where (void)
 {
@@ -867,7 +909,32 @@ test_errors (void)
                      "  loss = ReduceSum(k1) {keepdims=0}\n"
                      "  output loss\n"
                      "}\n";
-  expect_error (topk, NULL, "grad: no gradient rule for TopK (node 'k1')");
+  const char *round_op = "graph t opset 17 {\n"
+                      "  const a: f64[2, 5] = random(seed=1)\n"
+                      "  r = Round(a)\n"
+                      "  loss = ReduceSum(r) {keepdims=0}\n"
+                      "  output loss\n"
+                      "}\n";
+  expect_error (round_op, NULL, "grad: no gradient rule for Round (node 'r')");
+  /* reduction none: the update a later one overwrites gets no gradient, which a gather would give it */
+  const char *twice = "graph t opset 17 {\n"
+                "  const b: f64[4, 3] = random(seed=2)\n"
+                "  const si: i64[2, 1] = [1, 1]\n"
+                "  const su: f64[2, 3] = random(seed=3)\n"
+                "  s = ScatterND(b, si, su)\n"
+                "  loss = ReduceSum(s) {keepdims=0}\n"
+                "  output loss\n"
+                "}\n";
+  expect_error (twice, NULL, "ScatterND with reduction 'none' and a place written twice");
+  const char *mul = "graph t opset 17 {\n"
+              "  const b: f64[4, 3] = random(seed=2)\n"
+              "  const si: i64[2, 1] = [1, 2]\n"
+              "  const su: f64[2, 3] = random(seed=3)\n"
+              "  s = ScatterND(b, si, su) {reduction=\"mul\"}\n"
+              "  loss = ReduceSum(s) {keepdims=0}\n"
+              "  output loss\n"
+              "}\n";
+  expect_error (mul, NULL, "ScatterND with reduction 'mul' has no gradient rule");
   const char *grouped = "graph t opset 17 {\n"
                         "  const x: f64[1, 4, 5, 5] = random(seed=1)\n"
                         "  const w: f64[6, 2, 3, 3] = random(seed=2)\n"
@@ -1040,6 +1107,8 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/PassGrad/pad-modes-tile", test_pad_modes_tile);
   g_test_add_func ("/Passlab/PassGrad/cumsum", test_cumsum);
   g_test_add_func ("/Passlab/PassGrad/gather-where", test_gather_where);
+  g_test_add_func ("/Passlab/PassGrad/index-ops", test_index_ops);
+  g_test_add_func ("/Passlab/PassGrad/einsum", test_einsum);
   g_test_add_func ("/Passlab/PassGrad/reductions", test_reductions);
   g_test_add_func ("/Passlab/PassGrad/softmax", test_softmax);
   g_test_add_func ("/Passlab/PassGrad/matmul", test_matmul);
