@@ -27,6 +27,7 @@ typedef struct {
   int          tune;          /* trials of the pruned tile search per direct conv and layout; 0: pebble tile */
   int          refine;        /* rounds of running the candidate plans to measure costs in context; 0: none */
   bool         recalibrate;   /* measure every cost again, cached or not (the cache takes the new ones) */
+  double       min_gain;      /* a mixed plan must predict at least this share less than the best single layout */
 } Params;
 
 typedef enum { PN_SOURCE, PN_NODE, PN_HUB, PN_SINK } PnKind;
