@@ -693,6 +693,12 @@ choose_blocks (const PlConvDesc *c)
   return b;
 }
 
+int64_t
+pl_conv_direct_channels_per_pass (const PlConvDesc *c)
+{
+  return choose_blocks (c).cu;
+}
+
 static int64_t
 rup (int64_t a, int64_t q)
 {

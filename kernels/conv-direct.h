@@ -69,6 +69,9 @@ bool    pl_conv_direct_nhwc_depthwise (const PlConvDesc *c);
  * own C kernel, a GEMM of the points' input rows read in place (the
  * generic one stages every input channel with a gather). */
 bool    pl_conv_direct_nhwc_pointwise (const PlConvDesc *c);
+/* Input channels the generic C kernel stages and accumulates in one pass
+ * over a tile (ceil (32 / taps), at most the group's). */
+int64_t pl_conv_direct_channels_per_pass (const PlConvDesc *c);
 /* Elements a tile of the C kernel keeps in use while it takes one step of
  * input channels: its accumulators, the staged windows and the weights of
  * the step (as the generated code sizes them). */

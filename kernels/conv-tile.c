@@ -54,20 +54,26 @@ pebble_s (const PlConvDesc *c, int64_t fast_mem_bytes, int n_parallel)
 
 /* R, the reuse of one input element, Hk Wk / (sh sw), divided by what
  * staging an input element costs in weight elements. The pebble game counts
- * words moved; a cache moves lines. The NHWC kernel stages one input
- * channel at a time, and channels are innermost there, so each element it
- * stages comes in a line of its own (line_elems of them) while the weights
- * it reads are whole vectors: its input words cost line_elems times more,
- * and the rule trades input reuse for them (larger z, fewer points). NCHW
- * and CHWN stage contiguous rows (images): no such factor. 1 for the CUDA
- * kernel, whose block stages through shared memory. Measured on the
- * stack's eleven convs at batch 1 in NHWC (four exhaustive searches
- * averaged): the best tiles hold all output channels and few points, at
- * xy / (R z) of 0.01 .. 0.4 for R = Hk Wk / stride^2. */
+ * words moved; a cache moves lines. The generic NHWC kernel stages cu input
+ * channels at a time (pl_conv_direct_channels_per_pass), and channels are
+ * innermost there, so the cu elements of a point it stages come in a line
+ * of line_elems while the weights it reads are whole vectors: its input
+ * words cost line_elems / cu times more, and the rule trades input reuse
+ * for them (larger z, fewer points). The NHWC pointwise kernel reads whole
+ * rows of channels in place, and NCHW and CHWN stage contiguous rows
+ * (images): no such factor. 1 for the CUDA kernel, whose block stages
+ * through shared memory. Measured on the stack's eleven convs at batch 1 in
+ * NHWC (four exhaustive searches averaged, one channel a pass): the best
+ * tiles hold all output channels and few points, at xy / (R z) of
+ * 0.01 .. 0.4 for R = Hk Wk / stride^2. With the line factor on the
+ * pointwise kernel, the pruned search's best 1x1 stride-2 tiles ran at
+ * 72-88% of the full search's. */
 static double
 pebble_r (const PlConvDesc *c, int64_t line_elems)
 {
-  double gamma = c->x_layout == PL_LAYOUT_NHWC ? (double) MAX (line_elems, 1) : 1.0;
+  double gamma = 1.0;
+  if (c->x_layout == PL_LAYOUT_NHWC && line_elems > 1 && !pl_conv_direct_nhwc_pointwise (c))
+    gamma = (double) line_elems / (double) MIN (line_elems, pl_conv_direct_channels_per_pass (c));
   return (double) (c->kernel[0] * c->kernel[1]) / (double) (c->strides[0] * c->strides[1]) / gamma;
 }
 
