@@ -565,7 +565,7 @@ print_atom (GString *s, const PlIdxAtom *at, const char *const *names)
       GString *arg = g_string_new (NULL);
       print_expr (arg, at->arg, names);
       int64_t n = at->divisor, s0 = at->shift, period = 2 * (n - 1);
-      if (at->arg->max <= s0)   /* never above: read backwards (a negative-step Slice) */
+      if (at->arg->max <= s0 && s0 <= n - 1)   /* never above, and s0 - x inside: read backwards (a negative-step Slice) */
         g_string_append_printf (s, "(%" G_GINT64_FORMAT " - %s)", s0, arg->str);
       else if (s0 <= n - 1 && at->arg->max - s0 <= period)
         /* one mirror at most on each side (pads shorter than the axis, the
@@ -577,10 +577,9 @@ print_atom (GString *s, const PlIdxAtom *at, const char *const *names)
         {
           /* m = (x - s) mod period, made non-negative; then m or its mirror */
           int64_t c = (s0 + period - 1) / period * period - s0;
-          g_string_append_printf (s, "((%s + %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT " < %" G_GINT64_FORMAT
-                                  " ? (%s + %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT " : %" G_GINT64_FORMAT
-                                  " - (%s + %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT ")",
-                                  arg->str, c, period, n, arg->str, c, period, period, arg->str, c, period);
+          g_autofree char *m = c ? g_strdup_printf ("(%s + %" G_GINT64_FORMAT ") %% %" G_GINT64_FORMAT, arg->str, c, period)
+                                 : g_strdup_printf ("%s %% %" G_GINT64_FORMAT, arg->str, period);
+          g_string_append_printf (s, "(%s < %" G_GINT64_FORMAT " ? %s : %" G_GINT64_FORMAT " - %s)", m, n, m, period, m);
         }
       g_string_free (arg, TRUE);
       return;

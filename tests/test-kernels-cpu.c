@@ -761,6 +761,13 @@ test_index_reflect (void)
   /* j - 7 over [-7, 22] into 5: period 8, (j + 1) % 8 */
   g_autofree char *t2 = pl_idx_to_c (pl_idx_reflect (a, c1, 7, 5), names);
   g_assert_cmpstr (t2, ==, "((j + 1) % 8 < 5 ? (j + 1) % 8 : 8 - (j + 1) % 8)");
+  /* never above the shift but mirrored more than once below it (a pad of 2
+   * on an axis of 2, the last column cropped; found by the fuzzer): not
+   * s - i, which read i = 0 at 2, past the axis */
+  PlIdxArena *b = pl_idx_arena_new (1, (int64_t[]) { 3 });
+  g_autofree char *t3 = pl_idx_to_c (pl_idx_reflect (b, pl_idx_coord (b, 0), 2, 2), names);
+  g_assert_cmpstr (t3, ==, "(i % 2 < 2 ? i % 2 : 2 - i % 2)");
+  pl_idx_arena_free (b);
   pl_idx_arena_free (a);
 }
 

@@ -152,7 +152,8 @@
 
 /* Pad in edge, reflect and wrap modes: pads shorter than the axis between
  * an Exp and a Relu, pads longer than it (reflect and wrap repeat
- * periodically), and pads that crop one side. */
+ * periodically), pads that crop one side, and a reflect pad of 2 on an axis
+ * of 2 that crops its end (mirrored twice, never past the start). */
 #define PL_TEST_PAD_MODES_GRAPH \
   "graph pm opset 17 {\n" \
   "  input x: f32[2, 3, 5, 6]\n" \
@@ -162,7 +163,8 @@
   "  d = Pad(x, p) {mode=\"edge\"}\n  w = Pad(x, p) {mode=\"wrap\"}\n" \
   "  rl = Pad(x, long) {mode=\"reflect\"}\n  wl = Pad(x, long) {mode=\"wrap\"}\n  dl = Pad(x, long) {mode=\"edge\"}\n" \
   "  rc = Pad(x, crop) {mode=\"reflect\"}\n  wc = Pad(x, crop) {mode=\"wrap\"}\n" \
-  "  output y, d, w, rl, wl, dl, rc, wc\n}\n"
+  "  const over: i64[8] = [2, 0, 0, 0, -1, 0, 0, 0]\n  ro = Pad(x, over) {mode=\"reflect\"}\n" \
+  "  output y, d, w, rl, wl, dl, rc, wc, ro\n}\n"
 
 /* Nearest Resize: up by 2 (half_pixel) between an Exp and a Relu, up by 3
  * and down by 2 (asymmetric, floor: PyTorch's export), and by 1.5 (no
