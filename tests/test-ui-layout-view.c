@@ -405,6 +405,39 @@ test_report_table (void)
     g_main_context_iteration (NULL, FALSE);
 }
 
+/* A plan the pass kept single-layout (layout.min_gain): a conv's costs come
+ * with the report's reason, since a cheaper layout may sit beside the
+ * chosen one. */
+static void
+test_report_kept (void)
+{
+  PL_TEST_UI_REQUIRE_DISPLAY ();
+  g_autoptr (PlGraph) g = parse (with_layouts);
+  g_autofree char *report = g_strconcat (cost_report, "kept NHWC: the search's mixed plan predicted 0.3200 ms, 0.3% "
+                                         "less, below layout.min_gain (3%), which is within the costs' noise\n", NULL);
+  PlStep step = { .pass_name = (char *) "layout", .graph = g, .changed = true, .report = report };
+  GtkWidget *win = gtk_window_new ();
+  PlInspector *insp = PL_INSPECTOR (pl_inspector_new ());
+  gtk_window_set_child (GTK_WINDOW (win), GTK_WIDGET (insp));
+  gtk_window_present (GTK_WINDOW (win));
+  g_autofree char *key = pl_graph_key_for_name (g, "conv1");
+  g_assert_nonnull (key);
+  pl_inspector_show (insp, g, key, &step, 1);
+  g_autofree char *text = pl_test_ui_widget_text (insp);
+  assert_contains (text, "In this step's report");
+  assert_contains (text, "why");
+  assert_contains (text, "kept NHWC: the search's mixed plan predicted 0.3200 ms");
+  /* without the line, no such row */
+  step.report = (char *) cost_report;
+  pl_inspector_show (insp, g, key, &step, 1);
+  g_autofree char *plain = pl_test_ui_widget_text (insp);
+  assert_contains (plain, "In this step's report");
+  g_assert_null (strstr (plain, "kept NHWC"));
+  gtk_window_destroy (GTK_WINDOW (win));
+  for (int i = 0; i < 20; i++)
+    g_main_context_iteration (NULL, FALSE);
+}
+
 /* The layout pass itself on the ResNet block, when it is registered. */
 static void
 test_layout_step (void)
@@ -516,6 +549,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/UI/LayoutView/report-parse", test_report_parse);
   g_test_add_func ("/Passlab/UI/LayoutView/inspector", test_inspector);
   g_test_add_func ("/Passlab/UI/LayoutView/report-table", test_report_table);
+  g_test_add_func ("/Passlab/UI/LayoutView/report-kept", test_report_kept);
   g_test_add_func ("/Passlab/UI/LayoutView/layout-step", test_layout_step);
   g_test_add_func ("/Passlab/UI/LayoutView/tune", test_tune);
   return pl_test_ui_finish (g_test_run ());

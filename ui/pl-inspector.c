@@ -519,6 +519,15 @@ show_report_row (PlInspector *self, const PlNode *node, const PlStep *step)
               g_autofree char *text = chosen ? g_strdup_printf ("%s  ← chosen", value) : g_strdup (value);
               add_row_widget (grid, head, pl_panel_text_label (text, chosen ? "report-chosen" : NULL));
             }
+          /* A cheaper layout above may not be chosen: the pass kept one layout
+           * for every conv when a mixed plan gained less than layout.min_gain */
+          g_auto (GStrv) lines = g_strsplit (step->report, "\n", -1);
+          for (int i = 0; lines[i]; i++)
+            {
+              const char *line = g_strchug (lines[i]);
+              if (g_str_has_prefix (line, "kept ") && strstr (line, "layout.min_gain"))
+                add_row_widget (grid, "why", pl_panel_text_label (line, NULL));
+            }
           return;
         }
     }
