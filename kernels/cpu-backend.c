@@ -179,20 +179,27 @@ spawn_compiler (const Toolchain *t, const char *src, const char *tmp, const char
   return true;
 }
 
-/* dir/h<hash>.h holding `text`, and beside it the compiler's precompiled
- * form (h<hash>.h.gch, which GCC reads in its place when a source's first
- * line includes it and the flags match); the include line for it. A
- * header that fails to precompile is still included as text. */
+/* prefix + the first 32 hex digits of the SHA-256 of the compiler's
+ * identity, its flags and text: a cache file's name. */
 static char *
-precompiled_header (const Toolchain *t, const char *dir, const char *text, GError **error)
+cache_name (const Toolchain *t, const char *prefix, const char *text)
 {
   g_autofree char *keytext = g_strdup_printf ("%s\n%s %s\n%s", compiler_identity (t), compiler (t), t->flags, text);
   g_autofree char *hash = g_compute_checksum_for_string (G_CHECKSUM_SHA256, keytext, -1);
-  g_autofree char *base = g_strdup_printf ("h%.32s.h", hash);
-  g_autofree char *path = g_build_filename (dir, base, NULL);
+  return g_strdup_printf ("%s%.32s", prefix, hash);
+}
+
+/* dir/name holding `text` and, beside it, the compiler's precompiled form
+ * (name.gch, which GCC reads in its place when a source's first line
+ * includes it and the flags match). A header that fails to precompile is
+ * still included as text. */
+static bool
+write_precompiled_header (const Toolchain *t, const char *dir, const char *name, const char *text, GError **error)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
   g_autofree char *gch = g_strdup_printf ("%s.gch", path);
   if (!g_file_test (path, G_FILE_TEST_EXISTS) && !g_file_set_contents (path, text, -1, error))
-    return NULL;
+    return false;
   if (!g_file_test (gch, G_FILE_TEST_EXISTS))
     {
       g_autofree char *tmp = g_strdup_printf ("%s.%d.tmp.gch", path, (int) getpid ());
@@ -200,7 +207,7 @@ precompiled_header (const Toolchain *t, const char *dir, const char *text, GErro
       if (!spawn_compiler (t, path, tmp, gch, true, &local))
         g_debug ("not precompiled: %s", local->message);
     }
-  return g_strdup_printf ("#include \"%s\"\n", base);
+  return true;
 }
 
 static PlCpuModule *
@@ -213,17 +220,15 @@ module_compile (const Toolchain *t, const char *header, const char *source, cons
       g_set_error (error, PL_ERROR, PL_ERROR_IO, "cannot create the kernel cache %s: %s", dir, g_strerror (errno));
       return NULL;
     }
-  g_autofree char *with_header = NULL;
+  /* a header goes in as an include of its own file, so that it can be precompiled */
+  g_autofree char *header_name = NULL, *with_header = NULL;
   if (header)
     {
-      g_autofree char *include = precompiled_header (t, dir, header, error);
-      if (!include)
-        return NULL;
-      source = with_header = g_strconcat (include, source, NULL);
+      g_autofree char *h = cache_name (t, "h", header);
+      header_name = g_strconcat (h, ".h", NULL);
+      source = with_header = g_strdup_printf ("#include \"%s\"\n%s", header_name, source);
     }
-  g_autofree char *keytext = g_strdup_printf ("%s\n%s %s\n%s", compiler_identity (t), compiler (t), t->flags, source);
-  g_autofree char *hash = g_compute_checksum_for_string (G_CHECKSUM_SHA256, keytext, -1);
-  g_autofree char *base = g_strdup_printf ("k%.32s", hash);
+  g_autofree char *base = cache_name (t, "k", source);
   g_autofree char *so = g_strdup_printf ("%s/%s.so", dir, base);
   g_autofree char *src = g_strdup_printf ("%s/%s.%s", dir, base, t->ext);
   if (cache_hit)
@@ -231,7 +236,8 @@ module_compile (const Toolchain *t, const char *header, const char *source, cons
 
   if (!g_file_test (so, G_FILE_TEST_EXISTS))
     {
-      if (!g_file_set_contents (src, source, -1, error))
+      if ((header && !write_precompiled_header (t, dir, header_name, header, error))
+          || !g_file_set_contents (src, source, -1, error))
         return NULL;
       g_autofree char *tmp = g_strdup_printf ("%s/%s.%d.tmp.so", dir, base, (int) getpid ());
       if (!spawn_compiler (t, src, tmp, so, false, error))

@@ -87,14 +87,12 @@ rule_gather_nd (PlGrad *G, const PlNode *n, PlValue *const *dy, const bool *need
   return !G->error;
 }
 
-/* The flat positions of data that ScatterND's constant indices t write
- * (each index tuple names a slice; its first element stands for it). */
+/* The flat positions of data (dims) that ScatterND's constant indices t
+ * write (each index tuple names a slice; its first element stands for it). */
 static int64_t *
-scatter_nd_positions (const PlTensor *t, const PlValue *data, int64_t *n)
+scatter_nd_positions (const PlTensor *t, const int64_t *dims, int64_t *n)
 {
   const int q = t->rank, k = (int) t->dims[q - 1];
-  int64_t dims[PL_MAX_RANK];
-  pl_shape_get_dims (&data->shape, dims);
   *n = k ? t->numel / k : 0;
   int64_t *pos = g_new0 (int64_t, MAX (*n, 1));
   for (int64_t i = 0; i < *n; i++)
@@ -106,14 +104,13 @@ scatter_nd_positions (const PlTensor *t, const PlValue *data, int64_t *n)
   return pos;
 }
 
-/* The flat positions of data that ScatterElements' constant indices t
- * write along axis a (t's shape is the updates'). */
+/* The flat positions of data (dims) that ScatterElements' constant indices
+ * t write along axis a (t's shape is the updates'). */
 static int64_t *
-scatter_elements_positions (const PlTensor *t, const PlValue *data, int a)
+scatter_elements_positions (const PlTensor *t, const int64_t *dims, int a)
 {
   const int r = t->rank;
-  int64_t dims[PL_MAX_RANK], at[PL_MAX_RANK] = { 0 };
-  pl_shape_get_dims (&data->shape, dims);
+  int64_t at[PL_MAX_RANK] = { 0 };
   int64_t *pos = g_new0 (int64_t, MAX (t->numel, 1));
   for (int64_t i = 0; i < t->numel; i++)
     {
@@ -154,8 +151,8 @@ rule_scatter (PlGrad *G, const PlNode *n, PlValue *const *dy, const bool *need)
       if (!t || !pl_grad_require_static (G, data, dims))
         return false;
       int64_t count = t->numel;
-      g_autofree int64_t *pos = elements ? scatter_elements_positions (t, data, a)
-                                         : scatter_nd_positions (t, data, &count);
+      g_autofree int64_t *pos = elements ? scatter_elements_positions (t, dims, a)
+                                         : scatter_nd_positions (t, dims, &count);
       if (has_repeat (pos, count))
         {
           pl_grad_fail (G, PL_ERROR_UNSUPPORTED,

@@ -627,7 +627,7 @@ rule_einsum (PlGrad *G, const PlNode *n, PlValue *const *dy, const bool *need)
           }
         label_dim[l] = dims[i][a];
       }
-  GString *out_labels = g_string_new (NULL);
+  g_autoptr (GString) out_labels = g_string_new (NULL);
   for (int a = 0; a < plan.out_rank; a++)
     g_string_append_c (out_labels, letter[plan.out_ids[a]]);
   for (int i = 0; i < k && !G->error; i++)
@@ -664,7 +664,6 @@ rule_einsum (PlGrad *G, const PlNode *n, PlValue *const *dy, const bool *need)
       PlValue *d = pl_grad_unsqueeze (G, pl_grad_finish (G, e), missing, n_missing);
       pl_grad_give (G, n->inputs[i], n_missing ? pl_grad_expand_like (G, d, n->inputs[i]) : d);
     }
-  g_string_free (out_labels, TRUE);
   return !G->error;
 }
 

@@ -674,8 +674,8 @@ search_plans (const Model *M, const Params *p, Plans *P)
       P->kept_single = best;
       P->search_total = P->totals.total;
       pl_ls_solution_free (P->plan);
-      P->plan = solve (M, best, p->max_visits);
-      P->totals = plan_totals (M, P->plan);
+      P->plan = g_steal_pointer (&P->single[best]);   /* its totals stay in single_totals */
+      P->totals = P->single_totals[best];
     }
 }
 
