@@ -871,7 +871,13 @@ cuda_tile (const PlConvDesc *c)
   if (c->tile[0] > 0 && c->tile[1] > 0 && c->tile[2] > 0)
     memcpy (tile, c->tile, sizeof tile);
   else
-    pl_conv_pebble_tile (c, CUDA_SHARED_BYTES, CUDA_PEBBLE_UNITS, 1, tile);
+    {
+      /* a block holds one image in every layout: the rule's tile is NCHW's
+       * (a CHWN tile on the CPU holds the batch) */
+      PlConvDesc per_image = *c;
+      per_image.x_layout = per_image.y_layout = PL_LAYOUT_NCHW;
+      pl_conv_pebble_tile (&per_image, CUDA_SHARED_BYTES, CUDA_PEBBLE_UNITS, 1, tile);
+    }
   CudaTile t = { MIN (tile[0], c->out[1]), MIN (tile[1], c->out[0]), MIN (MIN (tile[2], kg (c)), 64) };
   for (;;)
     {

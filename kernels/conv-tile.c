@@ -74,6 +74,10 @@ pebble_r (const PlConvDesc *c, int64_t line_elems)
   double gamma = 1.0;
   if (c->x_layout == PL_LAYOUT_NHWC && line_elems > 1 && !pl_conv_direct_nhwc_pointwise (c))
     gamma = (double) line_elems / (double) MIN (line_elems, pl_conv_direct_channels_per_pass (c));
+  /* CHWN: a tile point is the whole batch, so its input words per channel are
+   * x y N against z Hk Wk weights: balanced at x y = R z / N. */
+  if (c->x_layout == PL_LAYOUT_CHWN)
+    gamma *= (double) c->batch;
   return (double) (c->kernel[0] * c->kernel[1]) / (double) (c->strides[0] * c->strides[1]) / gamma;
 }
 

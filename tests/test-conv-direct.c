@@ -350,7 +350,10 @@ assert_pebble (const PlConvDesc *c, int64_t mem, int np, bool unclamped)
   g_assert_true (good_size (t[0], c->out[1]));
   g_assert_true (good_size (t[1], c->out[0]));
   g_assert_true (good_size (t[2], c->c_out / c->group));
-  g_assert_cmpfloat_with_epsilon (R, (double) (c->kernel[0] * c->kernel[1]) / (c->strides[0] * c->strides[1]), 1e-12);
+  /* CHWN's tile points hold the batch: their input words are N times a point's */
+  const double per_point = c->x_layout == PL_LAYOUT_CHWN ? (double) c->batch : 1.0;
+  g_assert_cmpfloat_with_epsilon (R, (double) (c->kernel[0] * c->kernel[1]) / (c->strides[0] * c->strides[1]) / per_point,
+                                  1e-12);
   if (unclamped)
     {
       /* xy = R z and xyz = S, within the rounding to divisors and powers of two */
@@ -382,12 +385,21 @@ test_pebble (void)
   assert_pebble (&c, 32 << 10, 1, true);
   pl_conv_pebble_terms (&c, 32 << 10, 1, 1, &S, &R);
   g_assert_cmpfloat (R, ==, 2.25);
-  /* CHWN: the tile holds the batch, S is per image */
+  /* CHWN: the tile holds the batch, S is per image, and a point's input
+   * words are N elements against z Hk Wk weights: xy = R z / N. With R not
+   * divided, the tile at batch 64 took 7x7x16 of a 7x7x512 conv and ran at
+   * 90% of the full search's best (7x1x256); divided, 7x4x128 at 97%. */
   Case b8 = { "b8", PL_DTYPE_F32, 8, 64, 224, 224, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
   c = case_desc (&b8, PL_LAYOUT_CHWN);
   pl_conv_pebble_terms (&c, 256 << 10, 1, 1, &S, &R);
   g_assert_cmpfloat (S, ==, 65536.0 / 8);
+  g_assert_cmpfloat (R, ==, 9.0 / 8);
   assert_pebble (&c, 256 << 10, 1, true);
+  int64_t tb[3], tn[3];
+  pl_conv_pebble_tile (&c, 256 << 10, 1, 1, tb);
+  c = case_desc (&b8, PL_LAYOUT_NHWC);
+  pl_conv_pebble_tile (&c, 256 << 10 >> 3, 1, 1, tn);   /* the same S in points */
+  g_assert_cmpint (tb[2], >, tn[2]);
 
   /* clamped: a small conv and a large memory; every unit gets a tile */
   for (size_t i = 0; i < G_N_ELEMENTS (cases); i++)
