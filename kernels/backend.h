@@ -20,7 +20,7 @@ typedef void (*PlCpuIm2colFn) (const void *x, void *col, int64_t n, int64_t g);
 PlCpuModule *pl_cpu_module_compile (const char *source, const char *cache_dir, bool *cache_hit, GError **error);
 /* The same with the system C++ compiler ($PASSLAB_CXX, default c++): the CUDA emulator's modules.
  * header (may be NULL): text that goes in front of source, precompiled once per cache dir (GCC's
- * .gch), since parsing the emulator's header (with the C++ library's <cmath>) took most of a small
+ * .gch), since parsing the emulator's header (with the C++ library's headers) took most of a small
  * module's compile. */
 PlCpuModule *pl_cpu_module_compile_cxx (const char *header, const char *source, const char *cache_dir,
                                         bool *cache_hit, GError **error);

@@ -37,10 +37,10 @@
  * AVX-512. libmvec (kernels' vectorized libm) comes with -lm. */
 #define CFLAGS "-O3 -march=native -mprefer-vector-width=512 -fopenmp -fno-trapping-math -fno-math-errno -fPIC -shared -w"
 
-/* The CUDA emulator's modules (cuda-emulator.c): CUDA C compiled as C++.
- * -U_FORTIFY_SOURCE: its fibers _longjmp between stacks, which the fortified
- * longjmp refuses; -fno-strict-aliasing: CUDA code reinterprets shared memory. */
-#define CXXFLAGS "-O2 -std=gnu++17 -fPIC -shared -w -fno-strict-aliasing -U_FORTIFY_SOURCE"
+/* The CUDA emulator's modules (cuda-emulator.c): CUDA C compiled as C++
+ * (their threads' fibers are the library's, cuda-emulator-fibers.c).
+ * -fno-strict-aliasing: CUDA code reinterprets shared memory. */
+#define CXXFLAGS "-O2 -std=gnu++17 -fPIC -shared -w -fno-strict-aliasing"
 
 struct _PlCpuModule {
   void *handle;

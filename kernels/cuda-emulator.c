@@ -18,6 +18,7 @@
  */
 #define G_LOG_DOMAIN "passlab"
 #include "cuda-private.h"
+#include "cuda-emulator-fibers.h"
 
 #include <cblas.h>
 #include <gio/gio.h>
@@ -329,7 +330,7 @@ append_rewritten (GString *out, const char *src)
         name--;
       g_autofree char *type = g_strstrip (g_strndup (decl, (gsize) (name - decl)));
       g_string_append_len (out, p, hit - p);
-      g_string_append_printf (out, "%s *%.*s = (%s *) pl_emu::dynamic_shared;", type, (int) (end - name), name, type);
+      g_string_append_printf (out, "%s *%.*s = (%s *) PL_EMU_DYNAMIC_SHARED;", type, (int) (end - name), name, type);
       p = end + 3;
     }
   g_string_append (out, p);
@@ -349,5 +350,18 @@ pl_cuda_emulator_load (const char *source, const char *const *kernels, GError **
   for (int k = 0; kernels[k]; k++)
     g_string_append_printf (s, "PL_EMU_ENTRY (%s)\n", kernels[k]);
   g_autofree char *text = g_string_free (s, FALSE);
-  return pl_cpu_module_compile_cxx (header, text, NULL, NULL, error);
+  PlCpuModule *m = pl_cpu_module_compile_cxx (header, text, NULL, NULL, error);
+  if (!m)
+    return NULL;
+  /* the module's threads run on the library's fibers (cuda-emulator-fibers.c) */
+  int (*bind) (const PlEmuRuntime *) = NULL;
+  *(void **) &bind = pl_cpu_module_symbol (m, "pl_emu_bind");
+  if (!bind || bind (pl_cuda_emulator_runtime ()) != 0)
+    {
+      g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "the emulator module %s does not bind to this emulator's runtime",
+                   pl_cpu_module_path (m));
+      pl_cpu_module_free (m);
+      return NULL;
+    }
+  return m;
 }
