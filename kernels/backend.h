@@ -9,6 +9,9 @@ G_BEGIN_DECLS
 
 /* --- CPU ----------------------------------------------------------------------------- */
 
+/* $XDG_CACHE_HOME/passlab/kernels: compiled modules, precompiled headers, NVRTC's PTX. */
+char        *pl_kernel_cache_dir   (void);
+
 typedef struct _PlCpuModule PlCpuModule;
 typedef void (*PlCpuKernelFn) (void *const *args);
 /* im2col (x -> col) of a conv, or col2im (col -> y) of a ConvTranspose */
@@ -74,8 +77,13 @@ typedef void (*PlCpuConvDirectFn) (const void *x, const void *wp, void *y, int64
 /* --- CUDA ---------------------------------------------------------------------------- */
 
 /* NVRTC: compiles CUDA C to PTX for arch ("compute_90"); loads libnvrtc on
- * first use. Fails with PL_ERROR_UNSUPPORTED when libnvrtc is missing. */
-char        *pl_nvrtc_compile      (const char *source, const char *arch, size_t *ptx_size, GError **error);
+ * first use. Fails with PL_ERROR_UNSUPPORTED when libnvrtc is missing. The
+ * PTX is kept in cache_dir (NULL: pl_kernel_cache_dir) under the SHA-256 of
+ * NVRTC's version, the options and the source, and read from there the next
+ * time (*cache_hit): NVRTC took a third of the emulated conformance run, and
+ * a GPU run recompiled every module at every start. */
+char        *pl_nvrtc_compile      (const char *source, const char *arch, const char *cache_dir, bool *cache_hit,
+                                    size_t *ptx_size, GError **error);
 /* Whether NVRTC can be loaded (why not in *reason). */
 bool         pl_nvrtc_available    (char **reason);
 

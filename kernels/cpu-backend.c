@@ -112,8 +112,8 @@ compiler_identity (const Toolchain *t)
   return id[t->id];
 }
 
-static char *
-default_cache_dir (void)
+char *
+pl_kernel_cache_dir (void)
 {
   return g_build_filename (g_get_user_cache_dir (), "passlab", "kernels", NULL);
 }
@@ -214,7 +214,7 @@ static PlCpuModule *
 module_compile (const Toolchain *t, const char *header, const char *source, const char *cache_dir, bool *cache_hit,
                 GError **error)
 {
-  g_autofree char *dir = cache_dir ? g_strdup (cache_dir) : default_cache_dir ();
+  g_autofree char *dir = cache_dir ? g_strdup (cache_dir) : pl_kernel_cache_dir ();
   if (g_mkdir_with_parents (dir, 0755) != 0)
     {
       g_set_error (error, PL_ERROR, PL_ERROR_IO, "cannot create the kernel cache %s: %s", dir, g_strerror (errno));

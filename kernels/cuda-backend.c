@@ -29,6 +29,7 @@ static struct {
   nvrtcResult (*ptx) (nvrtcProgram, char *);
   nvrtcResult (*destroy) (nvrtcProgram *);
   const char *(*error_string) (nvrtcResult);
+  nvrtcResult (*version) (int *, int *);
 } nv;
 
 /* dlopen the first of names that loads. */
@@ -68,6 +69,8 @@ nvrtc_load (void)
            !SYM (h, nv.ptx_size, "nvrtcGetPTXSize") || !SYM (h, nv.ptx, "nvrtcGetPTX") ||
            !SYM (h, nv.destroy, "nvrtcDestroyProgram") || !SYM (h, nv.error_string, "nvrtcGetErrorString"))
     nv.error = g_strdup ("the NVRTC library lacks an entry point");
+  else
+    SYM (h, nv.version, "nvrtcVersion");   /* names the PTX cache's files: optional */
   g_free (tried);
   g_once_init_leave (&nv.once, 1);
 }
@@ -81,14 +84,67 @@ pl_nvrtc_available (char **reason)
   return nv.error == NULL;
 }
 
-char *
-pl_nvrtc_compile (const char *source, const char *arch, size_t *ptx_size, GError **error)
+/* Where the PTX of (options, source) is kept: cache_dir/p<SHA-256 of
+ * NVRTC's version, the options and the source>.ptx. */
+static char *
+ptx_cache_path (const char *cache_dir, const char *const *opts, int n_opts, const char *source)
 {
+  int major = 0, minor = 0;
+  if (nv.version)
+    nv.version (&major, &minor);
+  GString *key = g_string_new (NULL);
+  g_string_append_printf (key, "nvrtc %d.%d\n", major, minor);
+  for (int i = 0; i < n_opts; i++)
+    g_string_append_printf (key, "%s\n", opts[i]);
+  g_string_append (key, source);
+  g_autofree char *hash = g_compute_checksum_for_string (G_CHECKSUM_SHA256, key->str, (gssize) key->len);
+  g_string_free (key, TRUE);
+  g_autofree char *dir = cache_dir ? g_strdup (cache_dir) : pl_kernel_cache_dir ();
+  g_autofree char *name = g_strdup_printf ("p%.32s.ptx", hash);
+  return g_build_filename (dir, name, NULL);
+}
+
+/* A cached PTX file that NVRTC could have written: it names its version
+ * and target (a file cut short or overwritten is compiled again). */
+static char *
+read_cached_ptx (const char *path, size_t *ptx_size)
+{
+  char *text = NULL;
+  gsize n = 0;
+  if (!g_file_get_contents (path, &text, &n, NULL))
+    return NULL;
+  if (strlen (text) != n || !strstr (text, ".version ") || !strstr (text, ".target "))
+    {
+      g_free (text);
+      return NULL;
+    }
+  if (ptx_size)
+    *ptx_size = n;
+  return text;
+}
+
+char *
+pl_nvrtc_compile (const char *source, const char *arch, const char *cache_dir, bool *cache_hit, size_t *ptx_size,
+                  GError **error)
+{
+  if (cache_hit)
+    *cache_hit = false;
   nvrtc_load ();
   if (nv.error)
     {
       g_set_error (error, PL_ERROR, PL_ERROR_UNSUPPORTED, "%s", nv.error);
       return NULL;
+    }
+  g_autofree char *arch_opt = g_strdup_printf ("--gpu-architecture=%s", arch ? arch : "compute_90");
+  /* 177: a helper of the prelude that this module does not use */
+  const char *opts[] = { arch_opt, "--std=c++17", "-default-device", "--diag-suppress=177" };
+  g_autofree char *cached = ptx_cache_path (cache_dir, opts, G_N_ELEMENTS (opts), source);
+  char *ptx = read_cached_ptx (cached, ptx_size);
+  if (ptx)
+    {
+      if (cache_hit)
+        *cache_hit = true;
+      return ptx;
     }
   nvrtcProgram prog = NULL;
   nvrtcResult r = nv.create (&prog, source, "passlab.cu", 0, NULL, NULL);
@@ -97,11 +153,7 @@ pl_nvrtc_compile (const char *source, const char *arch, size_t *ptx_size, GError
       g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "nvrtcCreateProgram: %s", nv.error_string (r));
       return NULL;
     }
-  g_autofree char *arch_opt = g_strdup_printf ("--gpu-architecture=%s", arch ? arch : "compute_90");
-  /* 177: a helper of the prelude that this module does not use */
-  const char *opts[] = { arch_opt, "--std=c++17", "-default-device", "--diag-suppress=177" };
   r = nv.compile (prog, G_N_ELEMENTS (opts), opts);
-  char *ptx = NULL;
   if (r != 0)
     {
       size_t n = 0;
@@ -119,8 +171,13 @@ pl_nvrtc_compile (const char *source, const char *arch, size_t *ptx_size, GError
       nv.ptx_size (prog, &n);
       ptx = g_malloc0 (n + 1);
       nv.ptx (prog, ptx);
+      n = strlen (ptx);   /* NVRTC counts the terminating zero */
       if (ptx_size)
         *ptx_size = n;
+      /* a cache that cannot be written only costs the next run a compile */
+      g_autofree char *dir = g_path_get_dirname (cached);
+      if (g_mkdir_with_parents (dir, 0755) != 0 || !g_file_set_contents (cached, ptx, (gssize) n, NULL))
+        g_debug ("PTX not cached in %s", dir);
     }
   nv.destroy (&prog);
   return ptx;
@@ -297,7 +354,7 @@ pl_cuda_module_build (PlCudaContext *c, const char *source, const char *const *k
   g_autofree char *arch = pl_cuda_arch (c);
   size_t size = 0;
   g_autofree char *ptx = NULL;
-  if ((!c->emulated || pl_nvrtc_available (NULL)) && !(ptx = pl_nvrtc_compile (source, arch, &size, error)))
+  if ((!c->emulated || pl_nvrtc_available (NULL)) && !(ptx = pl_nvrtc_compile (source, arch, NULL, NULL, &size, error)))
     return NULL;
   if (c->emulated)
     return pl_cuda_emulator_load (source, kernels, error);

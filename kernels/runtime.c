@@ -235,7 +235,7 @@ pl_cuda_compile_check (const PlGraph *g, const char *arch, char **source, int *n
   if (ok)
     {
       size_t size;
-      g_autofree char *ptx = pl_nvrtc_compile (e->source, arch ? arch : "compute_90", &size, error);
+      g_autofree char *ptx = pl_nvrtc_compile (e->source, arch ? arch : "compute_90", NULL, NULL, &size, error);
       ok = ptx != NULL;
       if (n_kernels)
         {

@@ -612,7 +612,7 @@ test_cuda (void)
         g_autofree char *source = g_string_free (src, FALSE);
         g_autoptr (GError) error = NULL;
         size_t size = 0;
-        g_autofree char *ptx = pl_nvrtc_compile (source, "compute_90", &size, &error);
+        g_autofree char *ptx = pl_nvrtc_compile (source, "compute_90", NULL, NULL, &size, &error);
         if (error)
           g_error ("%s in %s: %s\n%s", cases[pick[i]].name, pl_layout_name ((PlLayout) l), error->message, source);
         g_assert_nonnull (strstr (ptx, ".entry direct_conv"));

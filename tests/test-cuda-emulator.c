@@ -288,6 +288,84 @@ test_precompiled_header (void)
     g_assert_cmpint (out[i], ==, 5);
 }
 
+/* Files in dir ending in suffix. */
+static int
+count_files (const char *dir, const char *suffix)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  int n = 0;
+  for (const char *name; d && (name = g_dir_read_name (d));)
+    n += g_str_has_suffix (name, suffix);
+  return n;
+}
+
+/* NVRTC's PTX is kept in the kernel cache under the hash of its version,
+ * options and source: the second compile of a source reads it back; another
+ * arch is another file; a file that is not PTX (cut short, overwritten) is
+ * compiled again; a source NVRTC refuses leaves nothing behind. Building a
+ * module (here on the emulator, which has NVRTC check the code) fills the
+ * same cache. */
+static void
+test_ptx_cache (void)
+{
+  g_autofree char *reason = NULL;
+  if (!pl_nvrtc_available (&reason))
+    {
+      g_test_skip (reason);
+      return;
+    }
+  g_autofree char *dir = g_dir_make_tmp ("passlab-ptx-XXXXXX", NULL);
+  g_autoptr (GError) error = NULL;
+  const char *src = "extern \"C\" __global__ void k (int *out) { out[threadIdx.x] = 3; }\n";
+  bool hit = true;
+  size_t size = 0;
+  g_autofree char *first = pl_nvrtc_compile (src, "compute_90", dir, &hit, &size, &error);
+  g_assert_no_error (error);
+  g_assert_false (hit);
+  g_assert_cmpuint (size, ==, strlen (first));
+  g_assert_cmpint (count_files (dir, ".ptx"), ==, 1);
+  g_autofree char *again = pl_nvrtc_compile (src, "compute_90", dir, &hit, &size, &error);
+  g_assert_no_error (error);
+  g_assert_true (hit);
+  g_assert_cmpstr (again, ==, first);
+
+  g_autofree char *other = pl_nvrtc_compile (src, "compute_80", dir, &hit, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_false (hit);
+  g_assert_cmpint (count_files (dir, ".ptx"), ==, 2);
+
+  /* overwrite both files: each is compiled again, and rewritten */
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  for (const char *name; (name = g_dir_read_name (d));)
+    {
+      g_autofree char *path = g_build_filename (dir, name, NULL);
+      g_assert_true (g_file_set_contents (path, "//\n// cut sh", -1, NULL));
+    }
+  g_autofree char *redone = pl_nvrtc_compile (src, "compute_90", dir, &hit, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_false (hit);
+  g_assert_cmpstr (redone, ==, first);
+  g_free (pl_nvrtc_compile (src, "compute_90", dir, &hit, NULL, &error));
+  g_assert_true (hit);
+
+  g_assert_null (pl_nvrtc_compile ("__global__ void bad (int *o) { o[0] = nope; }\n", "compute_90", dir, &hit, NULL,
+                                   &error));
+  g_assert_error (error, PL_ERROR, PL_ERROR_EXEC);
+  g_clear_error (&error);
+  g_assert_cmpint (count_files (dir, ".ptx"), ==, 2);
+  pl_test_remove_tree (dir);
+
+  /* the module builds of this test binary went through the user cache (main's) */
+  g_autofree char *user = g_build_filename (g_get_user_cache_dir (), "passlab", "kernels", NULL);
+  const int before = count_files (user, ".ptx");
+  PlCudaContext *c = context ();
+  const char *kernels[] = { "k_ptx_cache", NULL };
+  g_assert_nonnull (pl_cuda_module_build (c, "extern \"C\" __global__ void k_ptx_cache (int *o) { o[0] = 1; }\n",
+                                          kernels, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (count_files (user, ".ptx"), ==, before + 1);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -304,6 +382,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/CudaEmulator/divergence", test_divergence);
   g_test_add_func ("/Passlab/CudaEmulator/memory-and-lookup", test_memory_and_lookup);
   g_test_add_func ("/Passlab/CudaEmulator/precompiled-header", test_precompiled_header);
+  g_test_add_func ("/Passlab/CudaEmulator/ptx-cache", test_ptx_cache);
   int status = g_test_run ();
   pl_test_remove_tree (cache);
   return status;
