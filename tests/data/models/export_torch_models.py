@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Exports real CNNs from PyTorch to ONNX for benchmarks and the layout
-pass: ResNet-18, ResNet-50 and MobileNetV2 as torchvision defines them,
+pass: ResNet-18, ResNet-50, ResNeXt-50 (32x4d) and MobileNetV2 as
+torchvision defines them,
 written out here (Debian's python3-torch has no torchvision), with random
 weights and batch-norm statistics gathered on random images — nothing is
 downloaded.
-Usage: export_torch_models.py OUTDIR [--batch N] [resnet18|resnet50|mobilenet_v2 ...]
+Usage: export_torch_models.py OUTDIR [--batch N] [resnet18|resnet50|resnext50|mobilenet_v2 ...]
 (--batch: a static batch, as the layout pass needs; default a symbolic N)"""
 import sys
 
@@ -32,14 +33,18 @@ class BasicBlock(nn.Module):
 
 
 class Bottleneck(nn.Module):
+    """groups > 1: ResNeXt's block, the 3x3 conv grouped (32x4d: 32 groups, 4 channels each in the
+    first stage), its width planes * groups * base_width / 64."""
     expansion = 4
+    groups, base_width = 1, 64
 
-    def __init__(self, cin, width, stride=1):
+    def __init__(self, cin, planes, stride=1):
         super().__init__()
-        cout = width * 4
+        cout = planes * 4
+        width = planes * self.groups * self.base_width // 64
         self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(width)
-        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, groups=self.groups, bias=False)
         self.bn2 = nn.BatchNorm2d(width)
         self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
         self.bn3 = nn.BatchNorm2d(cout)
@@ -52,6 +57,10 @@ class Bottleneck(nn.Module):
         y = torch.relu(self.bn2(self.conv2(y)))
         y = self.bn3(self.conv3(y))
         return torch.relu(y + (self.down(x) if self.down is not None else x))
+
+
+class ResNeXtBottleneck(Bottleneck):
+    groups, base_width = 32, 4
 
 
 class ResNet(nn.Module):
@@ -136,6 +145,7 @@ def calibrate_batch_norm(model, batches=4):
 MODELS = {
     "resnet18": lambda: ResNet(BasicBlock, [2, 2, 2, 2]),
     "resnet50": lambda: ResNet(Bottleneck, [3, 4, 6, 3]),
+    "resnext50": lambda: ResNet(ResNeXtBottleneck, [3, 4, 6, 3]),
     "mobilenet_v2": MobileNetV2,
 }
 
