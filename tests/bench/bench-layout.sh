@@ -3,7 +3,7 @@
 # against every single-layout plan (seed 003), on the ResNet-style stack
 # (tests/data/models/make_resnet_stack.py) and on real CNNs exported from
 # PyTorch (when python3-torch is installed; --cnns, default ResNet-18; also
-# mobilenet_v2, resnet50), at each batch size asked for.
+# mobilenet_v2, resnet50, resnext50), at each batch size asked for.
 #
 # Variants (passlab-cli bench): fused = no layout planning (NCHW, im2col +
 # GEMM); nchw/nhwc/chwn = the layout pass with force=L (each conv's best
