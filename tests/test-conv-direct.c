@@ -48,6 +48,9 @@ static const Case cases[] = {
   { "pointwise-f64-s2-tail", PL_DTYPE_F64, 1, 7, 9, 11, 20, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1 },
   /* depthwise with channels past the last whole vector (NHWC: its own kernel, vectors along channels) */
   { "depthwise-s2-tail", PL_DTYPE_F32, 2, 40, 13, 11, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 40 },
+  /* ResNeXt's grouped 3x3 conv in small: many groups of 4 channels (NHWC: a group's 4 output
+   * channels in a vector; NCHW: vectors along the width), stride 2 */
+  { "groups8x4-s2", PL_DTYPE_F32, 2, 32, 12, 11, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8 },
   { "depthwise-f64-5x5-d2", PL_DTYPE_F64, 1, 12, 12, 10, 12, 5, 5, 1, 1, 2, 2, 3, 2, 1, 4, 12 },
 };
 
