@@ -63,8 +63,8 @@ CLI="$BUILD/app/passlab-cli"
 [[ -x $CLI ]] || { echo "bench-layout: no $CLI (build first)" >&2; exit 2; }
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
-PY=python3
-[[ -x /usr/bin/python3 ]] && PY=/usr/bin/python3   # Debian's, where python3-torch installs
+PY="${PASSLAB_PYTHON:-python3}"
+[[ -z ${PASSLAB_PYTHON:-} && -x /usr/bin/python3 ]] && PY=/usr/bin/python3   # Debian's, where python3-torch installs
 
 # One network: each process's bench table, the tally over the processes,
 # then the plan's layouts per conv.
