@@ -11,6 +11,8 @@ G_BEGIN_DECLS
 
 /* $XDG_CACHE_HOME/passlab/kernels: compiled modules, precompiled headers, NVRTC's PTX. */
 char        *pl_kernel_cache_dir   (void);
+/* A kernel cache file's name: prefix + the first 32 hex digits of key's SHA-256 (key_len -1: up to its NUL). */
+char        *pl_kernel_cache_name  (const char *prefix, const char *key, gssize key_len);
 
 typedef struct _PlCpuModule PlCpuModule;
 typedef void (*PlCpuKernelFn) (void *const *args);

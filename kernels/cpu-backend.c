@@ -179,14 +179,20 @@ spawn_compiler (const Toolchain *t, const char *src, const char *tmp, const char
   return true;
 }
 
-/* prefix + the first 32 hex digits of the SHA-256 of the compiler's
- * identity, its flags and text: a cache file's name. */
+char *
+pl_kernel_cache_name (const char *prefix, const char *key, gssize key_len)
+{
+  g_autofree char *hash = g_compute_checksum_for_string (G_CHECKSUM_SHA256, key, key_len);
+  return g_strdup_printf ("%s%.32s", prefix, hash);
+}
+
+/* A cache file's name for text compiled by t: the key names the compiler's
+ * identity and flags too. */
 static char *
 cache_name (const Toolchain *t, const char *prefix, const char *text)
 {
   g_autofree char *keytext = g_strdup_printf ("%s\n%s %s\n%s", compiler_identity (t), compiler (t), t->flags, text);
-  g_autofree char *hash = g_compute_checksum_for_string (G_CHECKSUM_SHA256, keytext, -1);
-  return g_strdup_printf ("%s%.32s", prefix, hash);
+  return pl_kernel_cache_name (prefix, keytext, -1);
 }
 
 /* dir/name holding `text` and, beside it, the compiler's precompiled form

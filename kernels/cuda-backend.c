@@ -97,10 +97,10 @@ ptx_cache_path (const char *cache_dir, const char *const *opts, int n_opts, cons
   for (int i = 0; i < n_opts; i++)
     g_string_append_printf (key, "%s\n", opts[i]);
   g_string_append (key, source);
-  g_autofree char *hash = g_compute_checksum_for_string (G_CHECKSUM_SHA256, key->str, (gssize) key->len);
+  g_autofree char *base = pl_kernel_cache_name ("p", key->str, (gssize) key->len);
   g_string_free (key, TRUE);
   g_autofree char *dir = cache_dir ? g_strdup (cache_dir) : pl_kernel_cache_dir ();
-  g_autofree char *name = g_strdup_printf ("p%.32s.ptx", hash);
+  g_autofree char *name = g_strconcat (base, ".ptx", NULL);
   return g_build_filename (dir, name, NULL);
 }
 
