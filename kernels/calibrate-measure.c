@@ -256,11 +256,11 @@ ceiling_entry (PlCalibration *cal, const char *key)
   const Entry *e = g_hash_table_lookup (cal->entries, key);
   if (!e || e->ms <= 0)
     return NULL;
-  return e->source != PL_COST_MEASURED || (e->rounds >= PL_CAL_ROUNDS && !cal->remeasure) ? e : NULL;
+  return PL_CAL_ENTRY_UNSETTLED (cal, e) ? NULL : e;
 }
 
 /* Enters a ceiling measured now (as of one round when no round was calm,
- * so the next calibration measures it again); returns its ms. */
+ * so the next process measures it again); returns its ms. */
 static double
 set_ceiling (PlCalibration *cal, const char *key, double ms, bool calm)
 {
@@ -680,12 +680,12 @@ measure_targets (PlCalibration *cal, GPtrArray *targets, int first, int n, GErro
 }
 
 /* Whether the calibration has key: a table's entry, or a measured one in
- * full rounds unless in remeasure mode. */
+ * full rounds or by this process, unless in remeasure mode. */
 static bool
 has_entry (const PlCalibration *cal, const char *key)
 {
   const Entry *e = g_hash_table_lookup (cal->entries, key);
-  return e && !(e->source == PL_COST_MEASURED && (cal->remeasure || e->rounds < PL_CAL_ROUNDS));
+  return e && !PL_CAL_ENTRY_UNSETTLED (cal, e);
 }
 
 /* Adds t unless the cache or a planned branch has it; planned owns its keys. */

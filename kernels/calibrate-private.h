@@ -27,7 +27,13 @@ typedef struct {
   int          rounds;       /* measured: the rounds it was measured in (cache lines without a count: 1) */
   PlCostSource source;
   bool         in_context;   /* measured inside a whole planned graph: this process only, never cached */
+  bool         this_process; /* measured by this process, which does not measure it again (see calibrate.c) */
 } Entry;
+
+/* Whether a measured entry is still to be measured: in fewer rounds than
+ * PL_CAL_ROUNDS by another process, or in remeasure mode. */
+#define PL_CAL_ENTRY_UNSETTLED(cal, e) \
+  ((e)->source == PL_COST_MEASURED && ((cal)->remeasure || ((e)->rounds < PL_CAL_ROUNDS && !(e)->this_process)))
 
 struct _PlCalibration {
   PlBackend   backend;
@@ -58,7 +64,7 @@ struct _PlCalibration {
 bool pl_cal_direct_supported (const PlConvDesc *c, PlLayout layout);
 void pl_cal_set_measured (PlCalibration *cal, const char *key, double ms);
 /* The same, measured in `rounds` undisturbed rounds (fewer than
- * PL_CAL_ROUNDS: measured again by the next calibration). */
+ * PL_CAL_ROUNDS: measured again by the next process). */
 void pl_cal_set_measured_rounds (PlCalibration *cal, const char *key, double ms, int rounds);
 bool pl_cal_save_cache (PlCalibration *cal, GError **error);
 bool pl_cal_conv_desc (const PlNode *conv, PlConvDesc *c);

@@ -28,6 +28,15 @@
  * is one round: measured again when needed); saving re-reads the file, merges and replaces it
  * atomically (g_file_set_contents).
  *
+ * A process measures an entry once. What it measured stays with it (a
+ * table of its own, under a lock) and serves its later calibrations where
+ * the file has no entry in full rounds: also when measured in fewer calm
+ * rounds than PL_CAL_ROUNDS (cached so, for the next process to measure
+ * again). Otherwise each
+ * variant that `bench` plans would measure the unsettled entries anew on a
+ * busy machine, and two plans meant to be the same (`layout` forced to
+ * NHWC against `nhwc`) could part on noise.
+ *
  * Analytic costs, for what is not measured: the machine's ceilings, measured
  * once and cached (cpu: memcpy of 256 MiB and a 1024^3 sgemm through BLAS;
  * cuda: the same through the runtime), and
@@ -264,11 +273,62 @@ read_cache_lines (const char *path)
   return all;
 }
 
+/* "machine \t backend \t key" -> Entry*: what this process measured. */
+static GMutex measured_here_lock;
+static GHashTable *measured_here;
+
+static char *
+full_key (const PlCalibration *cal, const char *key)
+{
+  return g_strdup_printf ("%s\t%s\t%s", cal->machine, pl_backend_name (cal->backend), key);
+}
+
+static void
+remember_measured (const PlCalibration *cal, const char *key, const Entry *e)
+{
+  g_mutex_lock (&measured_here_lock);
+  if (!measured_here)
+    measured_here = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_hash_table_replace (measured_here, full_key (cal, key), g_memdup2 (e, sizeof *e));
+  g_mutex_unlock (&measured_here_lock);
+}
+
+/* This process's measurements of the calibration's machine and backend
+ * serve where the file has none in full rounds. */
+static void
+overlay_measured_here (PlCalibration *cal)
+{
+  g_autofree char *prefix = full_key (cal, "");
+  g_mutex_lock (&measured_here_lock);
+  GHashTableIter it;
+  gpointer k, v;
+  if (measured_here)
+    {
+      g_hash_table_iter_init (&it, measured_here);
+      while (g_hash_table_iter_next (&it, &k, &v))
+        {
+          const char *key = (char *) k + strlen (prefix);
+          const Entry *file = g_str_has_prefix (k, prefix) ? g_hash_table_lookup (cal->entries, key) : NULL;
+          if (g_str_has_prefix (k, prefix) && (!file || file->rounds < PL_CAL_ROUNDS))
+            g_hash_table_replace (cal->entries, g_strdup (key), g_memdup2 (v, sizeof (Entry)));
+        }
+    }
+  g_mutex_unlock (&measured_here_lock);
+}
+
+void
+pl_calibration_forget_measured_here (void)
+{
+  g_mutex_lock (&measured_here_lock);
+  g_clear_pointer (&measured_here, g_hash_table_unref);
+  g_mutex_unlock (&measured_here_lock);
+}
+
 static void
 load_cache (PlCalibration *cal)
 {
   g_autoptr (GHashTable) all = read_cache_lines (cal->path);
-  g_autofree char *prefix = g_strdup_printf ("%s\t%s\t", cal->machine, pl_backend_name (cal->backend));
+  g_autofree char *prefix = full_key (cal, "");
   GHashTableIter it;
   gpointer k, v;
   g_hash_table_iter_init (&it, all);
@@ -310,8 +370,7 @@ pl_cal_save_cache (PlCalibration *cal, GError **error)
       if (e->source != PL_COST_MEASURED || !isfinite (e->ms) || e->in_context)
         continue;
       char buf[G_ASCII_DTOSTR_BUF_SIZE];
-      g_hash_table_insert (all, g_strdup_printf ("%s\t%s\t%s", cal->machine, pl_backend_name (cal->backend),
-                                                 (char *) k),
+      g_hash_table_insert (all, full_key (cal, k),
                            g_strdup_printf ("%s\t%d", g_ascii_formatd (buf, sizeof buf, "%.6g", e->ms),
                                             MAX (e->rounds, 1)));
     }
@@ -348,8 +407,10 @@ pl_cal_set_measured_rounds (PlCalibration *cal, const char *key, double ms, int 
   e->ms = g_ascii_strtod (g_ascii_formatd (buf, sizeof buf, "%.6g", ms), NULL);
   e->source = PL_COST_MEASURED;
   e->rounds = MAX (rounds, 1);
+  e->this_process = true;
   g_hash_table_replace (cal->entries, g_strdup (key), e);
   g_hash_table_remove (cal->unsupported, key);
+  remember_measured (cal, key, e);
 }
 
 /* --- life cycle ---------------------------------------------------------------------- */
@@ -390,6 +451,7 @@ pl_calibration_new (PlBackend backend, bool measure, GError **error)
   cal->impls = (1u << PL_CONV_IMPL_GEMM) | (1u << PL_CONV_IMPL_DIRECT);
   cal->llc_bytes = pl_cpu_last_level_cache_bytes ();
   load_cache (cal);
+  overlay_measured_here (cal);
   return cal;
 }
 

@@ -107,8 +107,8 @@ int            pl_calibration_n_in_context (const PlCalibration *cal);
  * the largest of that over the entries measured (false: none); the rounds
  * run again because the hypervisor or other processes of this machine took
  * CPU time during them; and the entries whose every round was so disturbed
- * (kept, and cached as one round, so the next calibration measures them
- * again). */
+ * (kept, and cached as one round, so that the next process's calibration
+ * measures them again: this process keeps what it measured). */
 int            pl_calibration_n_measured (const PlCalibration *cal);
 bool           pl_calibration_round_spread (const PlCalibration *cal, double *median, double *max);
 int            pl_calibration_n_disturbed_rounds (const PlCalibration *cal);
@@ -117,6 +117,9 @@ int            pl_calibration_n_unsettled (const PlCalibration *cal);
  * (direct convs: every tile the cache has for the current kernel), and the
  * new measurements replace the cache's. Table entries still win. */
 void           pl_calibration_set_remeasure (PlCalibration *cal, bool remeasure);
+/* Forgets what this process measured, so that later calibrations read the
+ * cache as a new process would (and measure its unsettled entries again). */
+void           pl_calibration_forget_measured_here (void);
 /* The last measurement error (a batch that failed and was retried branch by branch), or NULL. */
 const char    *pl_calibration_last_error (const PlCalibration *cal);
 /* Why a measured entry is unsupported (it ran as a fallback, or failed), or NULL. */

@@ -37,6 +37,9 @@ status_is () {
   fi
 }
 out_has () { grep -qF -- "$1" "$TMP/out" || { echo "# stdout lacks: $1"; sed 's/^/#   /' "$TMP/out" | head -30; return 1; }; }
+# out_matches / file_matches: an extended regular expression, the text shown when it fails.
+out_matches () { grep -qE -- "$1" "$TMP/out" || { echo "# stdout lacks a match of: $1"; sed 's/^/#   /' "$TMP/out" | head -30; return 1; }; }
+file_matches () { grep -qE -- "$2" "$1" || { echo "# $1 lacks a match of: $2"; sed 's/^/#   /' "$1" | head -30; return 1; }; }
 err_has () { grep -qF -- "$1" "$TMP/err" || { echo "# stderr lacks: $1"; sed 's/^/#   /' "$TMP/err" | head -10; return 1; }; }
 # A clean failure: status 1 and a message, not a signal.
 fails_cleanly () { status_is 1 && err_has "passlab-cli: "; }
@@ -352,10 +355,11 @@ check "bench: rounds paired, the plan against each variant with a sign test" \
 run bench "$RS" --backend cpu --variants nhwc,layout,fused --repeat 1 --rounds 3 --cache-dir "$TMP/kc" --paired fused \
   --param "layout.force=NHWC" --report "$TMP/bench.json"
 check "bench: an identical plan is named so, --paired picks the reference, rounds and their steal time in the JSON" \
-  eval 'status_is 0 && grep -qE "^layout .*the same graph as nhwc$" "$TMP/out" && out_has "vs nhwc     fused faster" \
-        && grep -q "\"same_graph_as\": \"nhwc\"" "$TMP/bench.json" && grep -qE "\"round_ms\": \[[0-9.e+-]+, [0-9.e+-]+, [0-9.e+-]+\]" "$TMP/bench.json" \
-        && grep -qE "\"round_steal_ms\": \[-?[0-9]+, -?[0-9]+, -?[0-9]+\]" "$TMP/bench.json" \
-        && grep -qE "\"round_others_ms\": \[-?[0-9]+, -?[0-9]+, -?[0-9]+\]" "$TMP/bench.json"'
+  eval 'status_is 0 && out_matches "^layout .*the same graph as nhwc$" && out_has "vs nhwc     fused faster" \
+        && file_matches "$TMP/bench.json" "\"same_graph_as\": \"nhwc\"" \
+        && file_matches "$TMP/bench.json" "\"round_ms\": \[[0-9.e+-]+, [0-9.e+-]+, [0-9.e+-]+\]" \
+        && file_matches "$TMP/bench.json" "\"round_steal_ms\": \[-?[0-9]+, -?[0-9]+, -?[0-9]+\]" \
+        && file_matches "$TMP/bench.json" "\"round_others_ms\": \[-?[0-9]+, -?[0-9]+, -?[0-9]+\]"'
 # A real CNN with depthwise convolutions (MobileNetV2 from PyTorch, batch
 # statistics gathered so that no layer's output vanishes): each plan matches
 # the reference, and not trivially (an error of exactly 0 would mean the

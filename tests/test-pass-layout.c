@@ -384,9 +384,17 @@ test_recalibrate (void)
   g_autofree char *slow_line = g_strdup_printf ("%s1000\t3\n", full);
   g_assert_null (strstr (after, slow_line));
 
-  /* an entry of one round (no count: an older cache) is measured again */
+  /* an entry of one round (no count: an older cache) is measured again, by
+   * a process that has not measured it itself */
   g_autofree char *old = with_cache_value (after, machine, key, "1000");
   g_assert_true (g_file_set_contents (path, old, -1, &error));
+  {
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    g_assert_cmpint (pl_calibration_n_measured (cal), ==, 0);   /* this one has */
+    g_assert_cmpfloat (pl_calibration_conv (cal, c, PL_LAYOUT_NHWC, PL_CONV_IMPL_GEMM).ms, <, 1000);
+  }
+  pl_calibration_forget_measured_here ();
   {
     g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
     g_assert_true (pl_calibration_prepare (cal, g, &error));
@@ -418,8 +426,9 @@ cache_value (const char *machine, const char *key)
 
 /* A calibration beside other busy processes (two spinning children here; a
  * build, in life) runs its rounds again, keeps the least when none was left
- * alone, caches those entries as of one round, and the next calibration
- * measures them again; the same for the machine's ceilings. */
+ * alone, caches those entries as of one round, and the next process's
+ * calibration measures them again (this one keeps what it measured); the
+ * same for the machine's ceilings. */
 static void
 test_busy_machine (void)
 {
@@ -477,6 +486,15 @@ test_busy_machine (void)
   g_autofree char *busy_peak = cache_value (machine, "ceiling fma f32 2^33");
   g_assert_true (g_str_has_suffix (busy_peak, "\t1"));
   {
+    /* this process keeps what it measured (a bench's variants plan alike) */
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    pl_calibration_restrict (cal, 1u << PL_LAYOUT_NCHW, 1u << PL_CONV_IMPL_GEMM);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    g_assert_cmpint (pl_calibration_n_measured (cal), ==, 0);
+  }
+  pl_calibration_forget_measured_here ();
+  {
+    /* the next process measures them again */
     g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
     pl_calibration_restrict (cal, 1u << PL_LAYOUT_NCHW, 1u << PL_CONV_IMPL_GEMM);
     g_assert_true (pl_calibration_prepare (cal, g, &error));
