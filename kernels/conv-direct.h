@@ -65,6 +65,14 @@ guint32 pl_conv_direct_source_hash (const PlConvDesc *c);
  * along the one output channel of a group, a vector of one), and its own
  * tile (conv-tile.c). */
 bool    pl_conv_direct_nhwc_depthwise (const PlConvDesc *c);
+/* A grouped conv in NHWC with small groups (as many output as input
+ * channels a group, 2 or more, fewer than a vector holds and dividing it;
+ * ResNeXt's 4 and 8): its own C kernel, with vectors along the channels of
+ * several groups, each input lane broadcast within its group by a shuffle
+ * (the generic one would run along a group's 4 or 8 output channels,
+ * three quarters or half of each vector idle), and the depthwise kernel's
+ * tile. Not 1x1 ones (the pointwise kernel's). */
+bool    pl_conv_direct_nhwc_grouped (const PlConvDesc *c);
 /* A pointwise conv in NHWC (1x1, no padding, any stride and group): its
  * own C kernel, a GEMM of the points' input rows read in place (the
  * generic one stages every input channel with a gather). */

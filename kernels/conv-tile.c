@@ -123,7 +123,8 @@ pl_conv_cpu_pebble_terms (const PlConvDesc *c, int n_parallel, double *S, double
 
 /* The NHWC depthwise kernel's tile holds every channel of its points, and
  * each input element serves Hk Wk / stride^2 outputs of its own channel
- * only: no channel reuse to trade. Whole rows (contiguous in NHWC), as many
+ * only: no channel reuse to trade (the small-group kernel's tile too: an
+ * input serves its group's few channels, read from L1 within a point). Whole rows (contiguous in NHWC), as many
  * as fit the L2 with all channels, but at least 4 tasks a thread (the rows
  * of a depthwise conv are cheap, so balance matters more than reuse). */
 static void
@@ -147,7 +148,7 @@ void
 pl_conv_cpu_pebble_tile (const PlConvDesc *c, int n_parallel, int64_t tile[3])
 {
   n_parallel = n_parallel > 0 ? n_parallel : pl_cpu_parallel_units ();
-  if (pl_conv_direct_nhwc_depthwise (c))
+  if (pl_conv_direct_nhwc_depthwise (c) || pl_conv_direct_nhwc_grouped (c))
     nhwc_depthwise_tile (c, n_parallel, tile);
   else
     pl_conv_pebble_tile (c, pl_cpu_fast_memory_bytes (), n_parallel, cpu_line_elems (c), tile);

@@ -48,9 +48,18 @@ static const Case cases[] = {
   { "pointwise-f64-s2-tail", PL_DTYPE_F64, 1, 7, 9, 11, 20, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1 },
   /* depthwise with channels past the last whole vector (NHWC: its own kernel, vectors along channels) */
   { "depthwise-s2-tail", PL_DTYPE_F32, 2, 40, 13, 11, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 40 },
-  /* ResNeXt's grouped 3x3 conv in small: many groups of 4 channels (NHWC: a group's 4 output
-   * channels in a vector; NCHW: vectors along the width), stride 2 */
+  /* ResNeXt's grouped 3x3 conv in small: many groups of 4 channels (NHWC: the small-group kernel,
+   * 4 groups a vector, each input lane broadcast over its group; NCHW: vectors along the width),
+   * stride 2 */
   { "groups8x4-s2", PL_DTYPE_F32, 2, 32, 12, 11, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8 },
+  /* the small-group kernel with groups of 8 and channels past the last whole vector (40: a vector
+   * of 16 twice, then 8 a point at a time), dilation and uneven padding; groups of 2 in f64; 5x5
+   * over a row wider than a block of points (blocks inside, single points at the edges); and a
+   * row so narrow that every output's window crosses the edge */
+  { "groups5x8-tail-d2", PL_DTYPE_F32, 1, 40, 11, 13, 40, 3, 3, 1, 1, 2, 2, 2, 1, 1, 2, 5 },
+  { "groups6x2-f64", PL_DTYPE_F64, 2, 12, 7, 7, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 6 },
+  { "groups16x4-5x5-wide", PL_DTYPE_F32, 1, 64, 6, 29, 64, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 16 },
+  { "groups4x4-5x5-narrow", PL_DTYPE_F32, 1, 16, 4, 3, 16, 5, 5, 1, 2, 1, 1, 2, 2, 2, 2, 4 },
   { "depthwise-f64-5x5-d2", PL_DTYPE_F64, 1, 12, 12, 10, 12, 5, 5, 1, 1, 2, 2, 3, 2, 1, 4, 12 },
 };
 
@@ -312,6 +321,46 @@ test_supported (void)
   c.dtype = PL_DTYPE_I32;
   g_assert_false (pl_conv_direct_supported (&c, &why));
   g_clear_pointer (&why, g_free);
+}
+
+static const Case *
+case_named (const char *name)
+{
+  for (size_t i = 0; i < G_N_ELEMENTS (cases); i++)
+    if (strcmp (cases[i].name, name) == 0)
+      return &cases[i];
+  g_assert_not_reached ();
+}
+
+/* Which grouped convs take the small-group NHWC kernel (as many input as
+ * output channels a group, fewer than a vector holds), and that its code
+ * is the shuffling one: input-stationary blocks at stride 1 only. */
+static void
+test_small_groups (void)
+{
+  __builtin_cpu_init ();
+  if (!__builtin_cpu_supports ("avx512f"))
+    {
+      g_test_skip ("the kernel's groups of 4 and 8 are sized for AVX-512's 16 lanes");
+      return;
+    }
+  PlConvDesc c = case_desc (case_named ("groups8x4-s2"), PL_LAYOUT_NHWC);
+  g_assert_true (pl_conv_direct_nhwc_grouped (&c));
+  g_autoptr (GString) src = g_string_new ("");
+  pl_conv_direct_emit_c (src, &c, "g4");
+  g_assert_nonnull (strstr (src->str, "D_FN (gfma)"));
+  g_assert_nonnull (strstr (src->str, "__builtin_shufflevector"));
+  g_assert_nonnull (strstr (src->str, "#define D_IBLOCK(pbc) D_FN (gblock) (x, wt, y, n, oy, ox, c, pbc, 0, 0)"));   /* stride 2 */
+  c = case_desc (case_named ("groups16x4-5x5-wide"), PL_LAYOUT_NHWC);
+  g_assert_true (pl_conv_direct_nhwc_grouped (&c));
+  g_string_truncate (src, 0);
+  pl_conv_direct_emit_c (src, &c, "g4");
+  g_assert_nonnull (strstr (src->str, "#define D_IBLOCK(pbc) D_FN (gblock) (x, wt, y, n, oy, ox, c, pbc, 1, 1)"));
+  g_assert_true (pl_conv_direct_nhwc_grouped ((c = case_desc (case_named ("groups5x8-tail-d2"), PL_LAYOUT_NHWC), &c)));
+  g_assert_false (pl_conv_direct_nhwc_grouped ((c = case_desc (case_named ("groups8x4-s2"), PL_LAYOUT_NCHW), &c)));
+  g_assert_false (pl_conv_direct_nhwc_grouped ((c = case_desc (case_named ("group2"), PL_LAYOUT_NHWC), &c)));
+  g_assert_false (pl_conv_direct_nhwc_grouped ((c = case_desc (case_named ("depthwise"), PL_LAYOUT_NHWC), &c)));
+  g_assert_false (pl_conv_direct_nhwc_grouped ((c = case_desc (case_named ("pointwise-g2-tail"), PL_LAYOUT_NHWC), &c)));
 }
 
 /* Packed [g][c][kh][kw][k], then zeros. */
@@ -740,6 +789,7 @@ main (int argc, char **argv)
   cache_dir = g_build_filename (build ? build : g_get_tmp_dir (), "kernel-cache-tests", NULL);
   g_test_add_func ("/Passlab/ConvDirect/supported", test_supported);
   g_test_add_func ("/Passlab/ConvDirect/pack", test_pack);
+  g_test_add_func ("/Passlab/ConvDirect/small-groups", test_small_groups);
   g_test_add_func ("/Passlab/ConvDirect/pebble", test_pebble);
   g_test_add_func ("/Passlab/ConvDirect/machine", test_machine);
   g_test_add_func ("/Passlab/ConvDirect/kernels", test_kernels);
