@@ -204,7 +204,8 @@ static const char vector_io[] =
   "  memcpy (p, &v, sizeof v);\n"
   "}\n\n";
 
-/* Staging one channel's input window in the thread's buffer, zero outside
+/* Staging cu channels' input windows in the thread's buffer (each D_WSZ
+ * after the last; in NHWC a point's channels are read side by side), zero outside
  * the image, split by stride phase so that a row of outputs reads a
  * contiguous row of it: win[s][iy][m][0..D_NA) = x(ih0 + iy, iw0 + m*SW + s)
  * for the phases and rows some tap reads (a 1x1 stride-2 conv reads a
@@ -215,8 +216,10 @@ static const char vector_io[] =
  * channel is in x. */
 static const char stage[] =
   "static D_ATTR void\n"
-  "D_FN (stage) (D_T *restrict win, const D_T *restrict xc, int64_t ih0, int64_t iw0, int64_t wy, int64_t wm)\n"
+  "D_FN (stage) (D_T *restrict win, const D_T *restrict xc, int64_t ih0, int64_t iw0, int64_t wy, int64_t wm,\n"
+  "              const int cu)\n"
   "{\n"
+  "  const int64_t wsz = D_WSZ;\n"
   "  for (int64_t s = 0; s < D_SW; s++)\n"
   "    for (int64_t iy = 0; iy < wy; iy++)\n"
   "      {\n"
@@ -235,7 +238,8 @@ static const char stage[] =
   "        const int64_t ih = ih0 + iy;\n"
   "        if (ih < 0 || ih >= D_H)\n"
   "          {\n"
-  "            memset (wr, 0, sizeof (D_T) * wm * D_NA);\n"
+  "            for (int u = 0; u < cu; u++)\n"
+  "              memset (wr + u * wsz, 0, sizeof (D_T) * wm * D_NA);\n"
   "            continue;\n"
   "          }\n"
   "        /* columns lo .. hi read the image, those around them the padding */\n"
@@ -244,18 +248,25 @@ static const char stage[] =
   "        int64_t hi = first >= D_W ? 0 : (D_W - first + D_SW - 1) / D_SW;\n"
   "        hi = hi < wm ? hi : wm;\n"
   "        lo = lo < hi ? lo : hi;\n"
-  "        memset (wr, 0, sizeof (D_T) * lo * D_NA);\n"
-  "        memset (wr + hi * D_NA, 0, sizeof (D_T) * (wm - hi) * D_NA);\n"
+  "        for (int u = 0; u < cu; u++)\n"
+  "          {\n"
+  "            memset (wr + u * wsz, 0, sizeof (D_T) * lo * D_NA);\n"
+  "            memset (wr + u * wsz + hi * D_NA, 0, sizeof (D_T) * (wm - hi) * D_NA);\n"
+  "          }\n"
   "        if (D_SW == 1 && D_NA == D_NX && D_XOFF (0, 1) - D_XOFF (0, 0) == D_NX)\n"
-  "          /* the row is contiguous in x (NCHW, and CHWN's images): one copy */\n"
-  "          memcpy (wr + lo * D_NA, xc + D_XOFF (ih, first + lo), sizeof (D_T) * (hi - lo) * D_NX);\n"
+  "          /* the row is contiguous in x (NCHW, and CHWN's images): one copy a channel */\n"
+  "          for (int u = 0; u < cu; u++)\n"
+  "            memcpy (wr + u * wsz + lo * D_NA, xc + u * D_XCH + D_XOFF (ih, first + lo),\n"
+  "                    sizeof (D_T) * (hi - lo) * D_NX);\n"
   "        else\n"
+  "          /* a point's channels side by side (NHWC): read together */\n"
   "          for (int64_t m = lo; m < hi; m++)\n"
-  "            {\n"
-  "              memcpy (wr + m * D_NA, xc + D_XOFF (ih, first + m * D_SW), sizeof (D_T) * D_NX);\n"
-  "              if (D_NA > D_NX)\n"
-  "                memset (wr + m * D_NA + D_NX, 0, sizeof (D_T) * (D_NA - D_NX));\n"
-  "            }\n"
+  "            for (int u = 0; u < cu; u++)\n"
+  "              {\n"
+  "                memcpy (wr + u * wsz + m * D_NA, xc + u * D_XCH + D_XOFF (ih, first + m * D_SW), sizeof (D_T) * D_NX);\n"
+  "                if (D_NA > D_NX)\n"
+  "                  memset (wr + u * wsz + m * D_NA + D_NX, 0, sizeof (D_T) * (D_NA - D_NX));\n"
+  "              }\n"
   "      }\n"
   "}\n\n"
   "/* the window element of output row oy, column ox, tap (kh, kw) */\n"
@@ -314,9 +325,8 @@ static const char nchw[] =
   "  D_T *restrict acc = buf, *restrict win = buf + D_RUP (D_ACC (txx, tyy, tzz), 16);\n"
   "  memset (acc, 0, sizeof (D_T) * tzz * lda);\n"
   "#define D_CHANNELS(cu) \\\n"
-  "  for (int u = 0; u < (cu); u++) \\\n"
-  "    D_FN (stage) (win + u * D_WSZ, x + (n * D_C + g * D_CG + c + u) * D_H * D_W, oy0 * D_SH - D_PT, \\\n"
-  "                  ox0 * D_SW - D_PL, wy, wm); \\\n"
+  "  D_FN (stage) (win, x + (n * D_C + g * D_CG + c) * D_H * D_W, oy0 * D_SH - D_PT, ox0 * D_SW - D_PL, wy, wm, \\\n"
+  "                (cu)); \\\n"
   "  const D_T *wc = wp + (g * D_CG + c) * D_KH * D_KW * D_KG + k0; \\\n"
   "  int64_t kz = 0; \\\n"
   "  for (; kz + D_P <= tzz; kz += D_P) \\\n"
@@ -375,9 +385,8 @@ static const char nhwc[] =
   "  D_T *restrict acc = buf, *restrict win = buf + D_RUP (D_ACC (txx, tyy, tzz), 16);\n"
   "  memset (acc, 0, sizeof (D_T) * tyy * txx * tzp);\n"
   "#define D_CHANNELS(cu) \\\n"
-  "  for (int u = 0; u < (cu); u++) \\\n"
-  "    D_FN (stage) (win + u * D_WSZ, x + n * D_H * D_W * D_C + g * D_CG + c + u, oy0 * D_SH - D_PT, \\\n"
-  "                  ox0 * D_SW - D_PL, wy, wm); \\\n"
+  "  D_FN (stage) (win, x + n * D_H * D_W * D_C + g * D_CG + c, oy0 * D_SH - D_PT, ox0 * D_SW - D_PL, wy, wm, \\\n"
+  "                (cu)); \\\n"
   "  const D_T *wc = wp + (g * D_CG + c) * D_KH * D_KW * D_KG + k0; \\\n"
   "  for (int64_t oy = 0; oy < tyy; oy++) \\\n"
   "    { \\\n"
@@ -453,9 +462,8 @@ static const char chwn[] =
   "  D_T *restrict acc = buf, *restrict win = buf + D_RUP (D_ACC (txx, tyy, tzz), 16);\n"
   "  memset (acc, 0, sizeof (D_T) * tzz * lda);\n"
   "#define D_CHANNELS(cu) \\\n"
-  "  for (int u = 0; u < (cu); u++) \\\n"
-  "    D_FN (stage) (win + u * D_WSZ, x + (g * D_CG + c + u) * D_H * D_W * D_N, oy0 * D_SH - D_PT, \\\n"
-  "                  ox0 * D_SW - D_PL, wy, wm); \\\n"
+  "  D_FN (stage) (win, x + (g * D_CG + c) * D_H * D_W * D_N, oy0 * D_SH - D_PT, ox0 * D_SW - D_PL, wy, wm, \\\n"
+  "                (cu)); \\\n"
   "  const D_T *wc = wp + (g * D_CG + c) * D_KH * D_KW * D_KG + k0; \\\n"
   "  int64_t kz = 0; \\\n"
   "  for (; kz + D_P <= tzz; kz += D_P) \\\n"
@@ -1016,6 +1024,10 @@ pl_conv_direct_emit_c (GString *out, const PlConvDesc *c, const char *name)
     [PL_LAYOUT_CHWN] = "(((ih) * D_W + (iw)) * D_N)",
   };
   g_string_append_printf (out, "#define D_XOFF(ih, iw) %s\n", xoff[c->x_layout]);
+  static const char *const xch[] = {   /* from one channel to the next in x */
+    [PL_LAYOUT_NCHW] = "((int64_t) D_H * D_W)", [PL_LAYOUT_NHWC] = "1", [PL_LAYOUT_CHWN] = "((int64_t) D_H * D_W * D_N)",
+  };
+  g_string_append_printf (out, "#define D_XCH %s\n", xch[c->x_layout]);
   /* gcc prefers 256-bit vectors even where 512-bit ones exist; the blocks are sized for the widest */
   g_string_append (out,
                    "#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)\n"
