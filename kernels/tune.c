@@ -58,12 +58,20 @@ axis_values (int64_t dim)
   return a;
 }
 
+/* The NHWC kernels whose task holds every channel of its points (depthwise,
+ * small groups: conv-direct.h) ignore a tile's z: it stays 1. */
+static bool
+whole_channels (const PlConvDesc *c)
+{
+  return pl_conv_direct_nhwc_depthwise (c) || pl_conv_direct_nhwc_grouped (c);
+}
+
 static void
 full_space (const PlConvDesc *c, GArray *out)
 {
   g_autoptr (GArray) xs = axis_values (c->out[1]);
   g_autoptr (GArray) ys = axis_values (c->out[0]);
-  g_autoptr (GArray) zs = axis_values (c->c_out / c->group);
+  g_autoptr (GArray) zs = axis_values (whole_channels (c) ? 1 : c->c_out / c->group);
   for (guint i = 0; i < xs->len; i++)
     for (guint j = 0; j < ys->len; j++)
       for (guint k = 0; k < zs->len; k++)
@@ -92,7 +100,9 @@ static int64_t
 tile_count (const PlConvDesc *c, const int64_t tile[3])
 {
   int64_t kg = c->c_out / c->group;
-  int64_t n = (c->out[1] + tile[0] - 1) / tile[0] * ((c->out[0] + tile[1] - 1) / tile[1]) * ((kg + tile[2] - 1) / tile[2]) * c->group;
+  int64_t n = (c->out[1] + tile[0] - 1) / tile[0] * ((c->out[0] + tile[1] - 1) / tile[1]);
+  if (!whole_channels (c))
+    n *= (kg + tile[2] - 1) / tile[2] * c->group;
   return c->x_layout == PL_LAYOUT_CHWN ? n : n * c->batch;
 }
 

@@ -351,6 +351,21 @@ test_small_groups (void)
   g_assert_nonnull (strstr (src->str, "D_FN (gfma)"));
   g_assert_nonnull (strstr (src->str, "__builtin_shufflevector"));
   g_assert_nonnull (strstr (src->str, "#define D_IBLOCK(pbc) D_FN (gblock) (x, wt, y, n, oy, ox, c, pbc, 0, 0)"));   /* stride 2 */
+  /* its task holds every channel of its points: the tuner leaves z at 1 */
+  g_autoptr (PlGraph) g = pl_test_parse ("graph g opset 17 {\n"
+                                 "  input x: f32[1, 32, 12, 12]\n"
+                                 "  const w: f32[32, 4, 3, 3] = random(seed=3, lo=-0.2, hi=0.2)\n"
+                                 "  y = Conv(x, w) {group=8, kernel_shape=[3, 3], pads=[1, 1, 1, 1]}\n"
+                                 "  output y\n}\n");
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GArray) full = NULL, pruned = NULL;
+  int64_t pebble[3];
+  g_assert_true (pl_graph_infer_shapes (g, &error));
+  g_assert_true (pl_tune_spaces (g->nodes->pdata[0], PL_LAYOUT_NHWC, &full, &pruned, pebble, &error));
+  g_assert_cmpint (pebble[2], ==, 1);
+  g_assert_cmpuint (full->len, ==, 7 * 7);   /* 1,2,3,4,6,8,12 twice; z 1 */
+  for (guint i = 0; i < full->len; i++)
+    g_assert_cmpint (g_array_index (full, PlTuneTile, i).tile[2], ==, 1);
   c = case_desc (case_named ("groups16x4-5x5-wide"), PL_LAYOUT_NHWC);
   g_assert_true (pl_conv_direct_nhwc_grouped (&c));
   g_string_truncate (src, 0);
