@@ -28,14 +28,14 @@
  * is one round: measured again when needed); saving re-reads the file, merges and replaces it
  * atomically (g_file_set_contents).
  *
- * A process measures an entry once. What it measured stays with it (a
- * table of its own, under a lock) and serves its later calibrations where
- * the file has no entry in full rounds: also when measured in fewer calm
- * rounds than PL_CAL_ROUNDS (cached so, for the next process to measure
- * again). Otherwise each
- * variant that `bench` plans would measure the unsettled entries anew on a
- * busy machine, and two plans meant to be the same (`layout` forced to
- * NHWC against `nhwc`) could part on noise.
+ * A process measures an entry once (unless asked to remeasure). What it
+ * measured stays with it (a table of its own, under a lock) and serves its
+ * later calibrations where the file has no entry in full rounds: also when
+ * measured in fewer calm rounds than PL_CAL_ROUNDS (cached so, for the next
+ * process to measure again). Otherwise each variant that `bench` plans
+ * would measure the unsettled entries anew on a busy machine, and two plans
+ * meant to be the same (`layout` forced to NHWC against `nhwc`) could part
+ * on noise.
  *
  * Analytic costs, for what is not measured: the machine's ceilings, measured
  * once and cached (cpu: memcpy of 256 MiB and a 1024^3 sgemm through BLAS;
@@ -307,9 +307,11 @@ overlay_measured_here (PlCalibration *cal)
       g_hash_table_iter_init (&it, measured_here);
       while (g_hash_table_iter_next (&it, &k, &v))
         {
+          if (!g_str_has_prefix (k, prefix))
+            continue;
           const char *key = (char *) k + strlen (prefix);
-          const Entry *file = g_str_has_prefix (k, prefix) ? g_hash_table_lookup (cal->entries, key) : NULL;
-          if (g_str_has_prefix (k, prefix) && (!file || file->rounds < PL_CAL_ROUNDS))
+          const Entry *file = g_hash_table_lookup (cal->entries, key);
+          if (!file || file->rounds < PL_CAL_ROUNDS)
             g_hash_table_replace (cal->entries, g_strdup (key), g_memdup2 (v, sizeof (Entry)));
         }
     }

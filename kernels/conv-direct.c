@@ -205,9 +205,10 @@ static const char vector_io[] =
   "}\n\n";
 
 /* Staging cu channels' input windows in the thread's buffer (each D_WSZ
- * after the last; in NHWC a point's channels are read side by side), zero outside
- * the image, split by stride phase so that a row of outputs reads a
- * contiguous row of it: win[s][iy][m][0..D_NA) = x(ih0 + iy, iw0 + m*SW + s)
+ * after the last; in NHWC a point's channels are read side by side, as
+ * they share a cache line), zero outside the image, split by stride phase
+ * so that a row of outputs reads a contiguous row of it:
+ * win[s][iy][m][0..D_NA) = x(ih0 + iy, iw0 + m*SW + s)
  * for the phases and rows some tap reads (a 1x1 stride-2 conv reads a
  * quarter of its window; the rest is left unwritten),
  * D_NX elements of x (CHWN: the images) padded with zeros to D_NA.
@@ -567,8 +568,8 @@ static const char nhwc_dw[] =
  * zeros outside the image where a block reaches an edge; else
  * output-stationary (a shuffle a multiply-add), the edges' points one at a
  * time. The blocks are instantiated for each point count (D_IBLOCKS,
- * generated), so that they unroll. Channels
- * past the last whole vector run a point at a time, scalar. */
+ * generated), so that they unroll. Channels past the last whole vector run
+ * a point at a time, scalar. */
 static const char nhwc_grouped[] =
   "/* pb points from ox of row oy (zeros outside the image when checked).\n"
   " * Output-stationary: per tap, a vector of x a point. Input-stationary\n"
@@ -707,8 +708,7 @@ emit_group_fma (GString *out, const PlConvDesc *c, int64_t vl)
    * shuffle of whole 128-bit lanes), then broadcasts within 128 bits from
    * it. Each channel's multiply-adds run over all the points before the
    * next channel's: one point's chain of D_CG dependent multiply-adds at a
-   * time ran at the FMA's latency (groups of 8: 0.34 ms, against 0.16 in
-   * NCHW, on ResNeXt's 256-channel 3x3 at 28x28). */
+   * time ran at the FMA's latency. */
   const int64_t KG = kg (c), q = MIN (16 / (int64_t) pl_dtype_size (c->dtype), KG);
   g_autoptr (GString) gfan = g_string_new (
     "static inline __attribute__ ((always_inline)) D_ATTR void\n"
