@@ -559,8 +559,9 @@ static const char nhwc_dw[] =
  * broadcasts that channel's lane across its group's lanes and
  * multiply-adds with the weights for that channel (written out per channel
  * by the generator: D_FN (gfma), D_FN (gfan)); weights [tap][ci][k], turned
- * from the packed ones at each call, by all the threads (0.02-0.03 ms of
- * ResNeXt's 0.2 ms convs when one did it). No staging: x is read in place.
+ * from the packed ones at each call, by all the threads (one thread doing
+ * it showed in the time of ResNeXt's 0.2 ms convs; the packed order is
+ * shared with the CUDA kernel, so it stays). No staging: x is read in place.
  *
  * A shuffle costs about what a multiply-add does here, so at stride 1 the
  * blocks are input-stationary (each input shuffled once a channel for the
