@@ -28,14 +28,14 @@
  * is one round: measured again when needed); saving re-reads the file, merges and replaces it
  * atomically (g_file_set_contents).
  *
- * A process measures an entry once (unless asked to remeasure). What it
- * measured stays with it (a table of its own, under a lock) and serves its
- * later calibrations where the file has no entry in full rounds: also when
- * measured in fewer calm rounds than PL_CAL_ROUNDS (cached so, for the next
- * process to measure again). Otherwise each variant that `bench` plans
- * would measure the unsettled entries anew on a busy machine, and two plans
- * meant to be the same (`layout` forced to NHWC against `nhwc`) could part
- * on noise.
+ * A process measures an entry once (unless asked to remeasure), and an
+ * entry's value, once the process has read or measured it, stays its value
+ * (a table of its own, under a lock): also when measured in fewer calm
+ * rounds than PL_CAL_ROUNDS (cached so, for the next process to measure
+ * again), and also when another process rewrites the file meanwhile (tests
+ * and scripts share a cache). Otherwise two plans that `bench` makes in one
+ * process and means to be the same (`layout` forced to NHWC against `nhwc`)
+ * could part on noise.
  *
  * Analytic costs, for what is not measured: the machine's ceilings, measured
  * once and cached (cpu: memcpy of 256 MiB and a 1024^3 sgemm through BLAS;
@@ -273,9 +273,10 @@ read_cache_lines (const char *path)
   return all;
 }
 
-/* "machine \t backend \t key" -> Entry*: what this process measured. */
-static GMutex measured_here_lock;
-static GHashTable *measured_here;
+/* "machine \t backend \t key" -> Entry*: the process's view of the cache,
+ * every entry it read from the file or measured. */
+static GMutex seen_here_lock;
+static GHashTable *seen_here;
 
 static char *
 full_key (const PlCalibration *cal, const char *key)
@@ -283,47 +284,54 @@ full_key (const PlCalibration *cal, const char *key)
   return g_strdup_printf ("%s\t%s\t%s", cal->machine, pl_backend_name (cal->backend), key);
 }
 
+static GHashTable *
+seen_here_table (void)
+{
+  if (!seen_here)
+    seen_here = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  return seen_here;
+}
+
 static void
 remember_measured (const PlCalibration *cal, const char *key, const Entry *e)
 {
-  g_mutex_lock (&measured_here_lock);
-  if (!measured_here)
-    measured_here = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  g_hash_table_replace (measured_here, full_key (cal, key), g_memdup2 (e, sizeof *e));
-  g_mutex_unlock (&measured_here_lock);
+  g_mutex_lock (&seen_here_lock);
+  g_hash_table_replace (seen_here_table (), full_key (cal, key), g_memdup2 (e, sizeof *e));
+  g_mutex_unlock (&seen_here_lock);
 }
 
-/* This process's measurements of the calibration's machine and backend
- * serve where the file has none in full rounds. */
+/* The file's entries (just read into cal) that this process has not seen
+ * join its view; then its view replaces what the file says: a value this
+ * process read or measured once stays its value, though another process may
+ * have rewritten the file since. */
 static void
-overlay_measured_here (PlCalibration *cal)
+adopt_process_view (PlCalibration *cal)
 {
   g_autofree char *prefix = full_key (cal, "");
-  g_mutex_lock (&measured_here_lock);
+  g_mutex_lock (&seen_here_lock);
+  GHashTable *seen = seen_here_table ();
   GHashTableIter it;
   gpointer k, v;
-  if (measured_here)
+  g_hash_table_iter_init (&it, cal->entries);
+  while (g_hash_table_iter_next (&it, &k, &v))
     {
-      g_hash_table_iter_init (&it, measured_here);
-      while (g_hash_table_iter_next (&it, &k, &v))
-        {
-          if (!g_str_has_prefix (k, prefix))
-            continue;
-          const char *key = (char *) k + strlen (prefix);
-          const Entry *file = g_hash_table_lookup (cal->entries, key);
-          if (!file || file->rounds < PL_CAL_ROUNDS)
-            g_hash_table_replace (cal->entries, g_strdup (key), g_memdup2 (v, sizeof (Entry)));
-        }
+      g_autofree char *full = full_key (cal, k);
+      if (!g_hash_table_contains (seen, full))
+        g_hash_table_insert (seen, g_steal_pointer (&full), g_memdup2 (v, sizeof (Entry)));
     }
-  g_mutex_unlock (&measured_here_lock);
+  g_hash_table_iter_init (&it, seen);
+  while (g_hash_table_iter_next (&it, &k, &v))
+    if (g_str_has_prefix (k, prefix))
+      g_hash_table_replace (cal->entries, g_strdup ((char *) k + strlen (prefix)), g_memdup2 (v, sizeof (Entry)));
+  g_mutex_unlock (&seen_here_lock);
 }
 
 void
-pl_calibration_forget_measured_here (void)
+pl_calibration_forget_process_view (void)
 {
-  g_mutex_lock (&measured_here_lock);
-  g_clear_pointer (&measured_here, g_hash_table_unref);
-  g_mutex_unlock (&measured_here_lock);
+  g_mutex_lock (&seen_here_lock);
+  g_clear_pointer (&seen_here, g_hash_table_unref);
+  g_mutex_unlock (&seen_here_lock);
 }
 
 static void
@@ -453,7 +461,7 @@ pl_calibration_new (PlBackend backend, bool measure, GError **error)
   cal->impls = (1u << PL_CONV_IMPL_GEMM) | (1u << PL_CONV_IMPL_DIRECT);
   cal->llc_bytes = pl_cpu_last_level_cache_bytes ();
   load_cache (cal);
-  overlay_measured_here (cal);
+  adopt_process_view (cal);
   return cal;
 }
 

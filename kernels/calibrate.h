@@ -117,9 +117,10 @@ int            pl_calibration_n_unsettled (const PlCalibration *cal);
  * (direct convs: every tile the cache has for the current kernel), and the
  * new measurements replace the cache's. Table entries still win. */
 void           pl_calibration_set_remeasure (PlCalibration *cal, bool remeasure);
-/* Forgets what this process measured, so that later calibrations read the
- * cache as a new process would (and measure its unsettled entries again). */
-void           pl_calibration_forget_measured_here (void);
+/* Forgets the entries this process read or measured, so that later
+ * calibrations read the cache as a new process would (and measure its
+ * unsettled entries again). */
+void           pl_calibration_forget_process_view (void);
 /* The last measurement error (a batch that failed and was retried branch by branch), or NULL. */
 const char    *pl_calibration_last_error (const PlCalibration *cal);
 /* Why a measured entry is unsupported (it ran as a fallback, or failed), or NULL. */

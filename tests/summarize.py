@@ -5,10 +5,28 @@
 Each TAP test program contributes its individual cases ('ok', 'not ok',
 '# SKIP'); a program that crashed or printed no TAP counts as one failure
 (or one pass / skip, by its meson result). Exit status 1 if anything failed.
+Each failed case is printed with the first diagnostic lines after it, so that
+a CI log's tail says which check failed and why.
 """
 import json
 import re
 import sys
+
+DIAGNOSTIC_LINES = 8
+
+
+def failed_cases(out):
+    """The 'not ok' lines of a TAP output, each with its first diagnostics."""
+    lines, shown = out.splitlines(), []
+    for i, line in enumerate(lines):
+        if line.startswith("not ok"):
+            shown.append("  " + line)
+            for diag in lines[i + 1:i + 1 + DIAGNOSTIC_LINES]:
+                if not diag.startswith("#"):
+                    break
+                shown.append("    " + diag)
+    return shown
+
 
 passed = failed = skipped = 0
 failures = []
@@ -37,9 +55,10 @@ with open(sys.argv[1]) as log:
             f = 1  # it crashed or timed out after its last reported case
         if f:
             failures.append(f"{test['name']} ({result})")
+            failures.extend(failed_cases(out))
         passed, failed, skipped = passed + p, failed + f, skipped + s
 
-for name in failures:
-    print(f"FAILED: {name}")
+for line in failures:
+    print(line if line.startswith(" ") else f"FAILED: {line}")
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 sys.exit(1 if failed else 0)

@@ -355,9 +355,18 @@ test_recalibrate (void)
   g_assert_nonnull (line);
   g_assert_true (g_str_has_prefix (strchr (line + strlen (full), '\t'), "\t3\n"));   /* ms, then 3 rounds */
 
-  /* a full entry is trusted, however slow */
+  /* another process's full entry in the file does not change this process's
+   * view (its plans stay comparable) */
   g_autofree char *slow = with_cache_value (text, machine, key, "1000\t3");
   g_assert_true (g_file_set_contents (path, slow, -1, &error));
+  {
+    g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
+    g_assert_true (pl_calibration_prepare (cal, g, &error));
+    g_assert_cmpint (pl_calibration_n_measured (cal), ==, 0);
+    g_assert_cmpfloat (pl_calibration_conv (cal, c, PL_LAYOUT_NHWC, PL_CONV_IMPL_GEMM).ms, <, 1000);
+  }
+  /* a new process trusts a full entry, however slow */
+  pl_calibration_forget_process_view ();
   {
     g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
     g_assert_true (pl_calibration_prepare (cal, g, &error));
@@ -385,7 +394,7 @@ test_recalibrate (void)
   g_assert_null (strstr (after, slow_line));
 
   /* an entry of one round (no count: an older cache) is measured again, by
-   * a process that has not measured it itself */
+   * a process that has not read or measured it itself */
   g_autofree char *old = with_cache_value (after, machine, key, "1000");
   g_assert_true (g_file_set_contents (path, old, -1, &error));
   {
@@ -394,7 +403,7 @@ test_recalibrate (void)
     g_assert_cmpint (pl_calibration_n_measured (cal), ==, 0);   /* this one has */
     g_assert_cmpfloat (pl_calibration_conv (cal, c, PL_LAYOUT_NHWC, PL_CONV_IMPL_GEMM).ms, <, 1000);
   }
-  pl_calibration_forget_measured_here ();
+  pl_calibration_forget_process_view ();
   {
     g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
     g_assert_true (pl_calibration_prepare (cal, g, &error));
@@ -492,7 +501,7 @@ test_busy_machine (void)
     g_assert_true (pl_calibration_prepare (cal, g, &error));
     g_assert_cmpint (pl_calibration_n_measured (cal), ==, 0);
   }
-  pl_calibration_forget_measured_here ();
+  pl_calibration_forget_process_view ();
   {
     /* the next process measures them again */
     g_autoptr (PlCalibration) cal = pl_calibration_new (PL_BACKEND_CPU, true, &error);
