@@ -331,9 +331,13 @@ on_run_finished (PlRunPanel *panel, const char *error, PlApplication *self)
     }
   else
     {
-      /* Show the slowest kernel: its row, bar, code and node; with swap
-       * copies, the slowest copy (the timeline zooms in around it). */
+      /* Show the kernel of the node --select named, else the slowest
+       * kernel: its row, bar, code and node; with swap copies, the slowest
+       * copy (the timeline zooms in around it). */
       const PlRunReport *r = pl_run_panel_get_report (panel);
+      int chosen = self->select ? pl_run_panel_kernel_of_selection (panel) : -1;
+      PlGraphCanvas *canvas = pl_window_get_canvas (PL_WINDOW (gtk_widget_get_root (GTK_WIDGET (panel))));
+      g_autofree char *keep = chosen >= 0 ? g_strdup (pl_graph_canvas_get_selected (canvas)) : NULL;
       int slowest = 0;
       gboolean copy = FALSE;
       for (int i = 0; i < r->n_kernels; i++)
@@ -342,7 +346,9 @@ on_run_finished (PlRunPanel *panel, const char *error, PlApplication *self)
           if ((is_copy && !copy) || (is_copy == copy && r->kernels[i].median_ms > r->kernels[slowest].median_ms))
             slowest = i, copy = is_copy;
         }
-      pl_run_panel_select_kernel (panel, r->n_kernels > 0 ? slowest : -1);
+      pl_run_panel_select_kernel (panel, chosen >= 0 ? chosen : r->n_kernels > 0 ? slowest : -1);
+      if (keep)
+        pl_graph_canvas_select (canvas, keep);   /* the node itself, not its fusion */
     }
   GtkRoot *window = gtk_widget_get_root (GTK_WIDGET (panel));
   if (PL_IS_WINDOW (window))

@@ -39,7 +39,6 @@ struct _PlRunPanel
   GtkDropDown   *backend_dropdown;
   GtkSpinButton *repeat_spin;
   GtkButton     *run_button;
-  GtkSpinner    *spinner;
   GtkLabel      *status_label;
   GtkListBox    *table;
   PlChart       *time_chart;
@@ -188,21 +187,32 @@ on_span_activated (PlChart *chart, int kernel, PlRunPanel *self)
   select_kernel (self, kernel, TRUE);
 }
 
+/* The kernel that runs the canvas node `key` ("n<id>", or "n<id>/n<id>..."
+ * inside a fusion: the fusion's kernel), or -1. */
+static int
+kernel_of_key (PlRunPanel *self, const char *key)
+{
+  if (!self->result || !key || key[0] != 'n')
+    return -1;
+  char *end = NULL;
+  guint64 id = g_ascii_strtoull (key + 1, &end, 10);
+  if (end == key + 1 || (*end != '\0' && *end != '/') || id > G_MAXUINT32)
+    return -1;
+  for (int i = 0; i < self->result->report->n_kernels; i++)
+    if (self->result->report->kernels[i].node_id == id)
+      return i;
+  return -1;
+}
+
 /* A node selected on the canvas selects its kernel here, when it has one. */
 static void
 on_canvas_selection_changed (PlGraphCanvas *canvas, const char *key, PlRunPanel *self)
 {
-  if (self->syncing || !self->window || !self->result || !key || key[0] != 'n')
+  if (self->syncing || !self->window)
     return;
-  guint64 id;
-  if (!g_ascii_string_to_unsigned (key + 1, 10, 0, G_MAXUINT32, &id, NULL))
-    return;
-  for (int i = 0; i < self->result->report->n_kernels; i++)
-    if (self->result->report->kernels[i].node_id == id)
-      {
-        select_kernel (self, i, FALSE);
-        return;
-      }
+  int i = kernel_of_key (self, key);
+  if (i >= 0)
+    select_kernel (self, i, FALSE);
 }
 
 /* --- showing a report ---------------------------------------------------------------------- */
@@ -444,8 +454,6 @@ update_sensitivity (PlRunPanel *self)
   gtk_widget_set_sensitive (GTK_WIDGET (self->run_button), !self->running && !self->unavailable[b]);
   gtk_widget_set_sensitive (GTK_WIDGET (self->backend_dropdown), !self->running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->repeat_spin), !self->running);
-  gtk_spinner_set_spinning (self->spinner, self->running);
-  gtk_widget_set_visible (GTK_WIDGET (self->spinner), self->running);
 }
 
 static void
@@ -516,7 +524,9 @@ pl_run_panel_run (PlRunPanel *self, GError **error)
   g_clear_pointer (&self->error, g_free);
   self->running = TRUE;
   update_sensitivity (self);
-  g_autofree char *msg = g_strdup_printf ("Compiling and running step %d on %s…", step, pl_backend_name (b));
+  /* No spinner (see pl-window-worker.c, set_busy): the window holds still while it measures. */
+  g_autofree char *msg = g_strdup_printf ("Compiling and timing step %d on %s… (the window holds still while it "
+                                          "measures)", step, pl_backend_name (b));
   pl_panel_set_status (self->status_label, msg, FALSE);
 
   g_autoptr (GTask) task = g_task_new (self, self->cancellable, run_done, NULL);
@@ -648,8 +658,6 @@ build_tool_row (PlRunPanel *self)
   g_signal_connect (self->run_button, "clicked", G_CALLBACK (on_run_clicked), self);
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->run_button));
 
-  self->spinner = GTK_SPINNER (gtk_spinner_new ());
-  gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->spinner));
   self->status_label = pl_panel_status_label ("Run the step to time its kernels.");
   gtk_label_set_selectable (self->status_label, TRUE);
   gtk_widget_set_focusable (GTK_WIDGET (self->status_label), FALSE);
@@ -870,6 +878,14 @@ pl_run_panel_select_kernel (PlRunPanel *self, int i)
 {
   g_return_if_fail (PL_IS_RUN_PANEL (self));
   select_kernel (self, i, TRUE);
+}
+
+int
+pl_run_panel_kernel_of_selection (PlRunPanel *self)
+{
+  g_return_val_if_fail (PL_IS_RUN_PANEL (self), -1);
+  PlGraphCanvas *canvas = panel_canvas (self);
+  return canvas ? kernel_of_key (self, pl_graph_canvas_get_selected (canvas)) : -1;
 }
 
 int

@@ -42,6 +42,9 @@ const char        *pl_run_panel_get_error      (PlRunPanel *self);
 int                pl_run_panel_get_n_rows     (PlRunPanel *self);
 /* Selects kernel i (report order): row, bar, code view and canvas node. */
 void               pl_run_panel_select_kernel  (PlRunPanel *self, int i);
+/* The kernel that runs the node selected on the canvas (a node inside a
+ * fusion: the fusion's kernel), or -1. */
+int                pl_run_panel_kernel_of_selection (PlRunPanel *self);
 int                pl_run_panel_get_selected_kernel (PlRunPanel *self);
 /* The code view's text now (g_free it). */
 char              *pl_run_panel_get_code       (PlRunPanel *self);

@@ -41,7 +41,6 @@ struct _PlTunePanel
   GtkSpinButton *trials_spin;
   GtkButton     *tune_button;
   GtkButton     *cancel_button;
-  GtkSpinner    *spinner;
   GtkLabel      *status_label;
   PlChart       *chart;
   GtkLabel      *verdict_label;
@@ -397,8 +396,6 @@ update_sensitivity (PlTunePanel *self)
   gtk_widget_set_sensitive (GTK_WIDGET (self->conv_dropdown), !self->running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->layout_dropdown), !self->running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->trials_spin), !self->running);
-  gtk_spinner_set_spinning (self->spinner, self->running);
-  gtk_widget_set_visible (GTK_WIDGET (self->spinner), self->running);
 }
 
 static void
@@ -476,8 +473,10 @@ pl_tune_panel_run (PlTunePanel *self, GError **error)
   self->running = TRUE;
   update_sensitivity (self);
   const PlNode *conv = node_at_key (g, key);
-  g_autofree char *msg = g_strdup_printf ("Tuning %s in %s: up to %d trials in each search…", conv->name,
-                                          pl_layout_name (job->layout), job->trials);
+  /* No spinner (see pl-window-worker.c, set_busy): the window holds still while it measures. */
+  g_autofree char *msg = g_strdup_printf ("Tuning %s in %s: up to %d trials in each search… (the window holds "
+                                          "still while it measures)", conv->name, pl_layout_name (job->layout),
+                                          job->trials);
   pl_panel_set_status (self->status_label, msg, FALSE);
 
   g_autoptr (GTask) task = g_task_new (self, NULL, tune_done, NULL);
@@ -573,8 +572,6 @@ build_tool_row (PlTunePanel *self)
   g_signal_connect (self->cancel_button, "clicked", G_CALLBACK (on_cancel_clicked), self);
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->cancel_button));
 
-  self->spinner = GTK_SPINNER (gtk_spinner_new ());
-  gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->spinner));
   self->status_label = pl_panel_status_label ("Pick a convolution and tune its kernel's tile.");
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->status_label));
   return row;

@@ -49,7 +49,6 @@ struct _PlWindow
   GtkWidget        *script_panel;
   PlInspector      *inspector;
   GtkRevealer      *progress_revealer;
-  GtkSpinner       *progress_spinner;
   GtkLabel         *progress_label;
   GtkProgressBar   *progress_bar;
 

@@ -451,7 +451,6 @@ pl_window_class_init (PlWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, PlWindow, bottom_stack);
   gtk_widget_class_bind_template_child (widget_class, PlWindow, inspector);
   gtk_widget_class_bind_template_child (widget_class, PlWindow, progress_revealer);
-  gtk_widget_class_bind_template_child (widget_class, PlWindow, progress_spinner);
   gtk_widget_class_bind_template_child (widget_class, PlWindow, progress_label);
   gtk_widget_class_bind_template_child (widget_class, PlWindow, progress_bar);
   gtk_widget_class_bind_template_callback (widget_class, on_pipeline_entry_activate);
