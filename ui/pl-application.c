@@ -336,8 +336,9 @@ on_run_finished (PlRunPanel *panel, const char *error, PlApplication *self)
        * copy (the timeline zooms in around it). */
       const PlRunReport *r = pl_run_panel_get_report (panel);
       int chosen = self->select ? pl_run_panel_kernel_of_selection (panel) : -1;
-      PlGraphCanvas *canvas = pl_window_get_canvas (PL_WINDOW (gtk_widget_get_root (GTK_WIDGET (panel))));
-      g_autofree char *keep = chosen >= 0 ? g_strdup (pl_graph_canvas_get_selected (canvas)) : NULL;
+      GtkRoot *root = gtk_widget_get_root (GTK_WIDGET (panel));
+      PlGraphCanvas *canvas = PL_IS_WINDOW (root) ? pl_window_get_canvas (PL_WINDOW (root)) : NULL;
+      g_autofree char *keep = chosen >= 0 && canvas ? g_strdup (pl_graph_canvas_get_selected (canvas)) : NULL;
       int slowest = 0;
       gboolean copy = FALSE;
       for (int i = 0; i < r->n_kernels; i++)
