@@ -1536,6 +1536,28 @@ test_prefetch_next_row (void)
   pl_executable_free (e);
 }
 
+/* A single row or column of the result runs as BLAS gemv: every
+ * transpose of Gemm with M = 1 and N = 1, MatMul by a vector on either
+ * side, batched, and f64. */
+static void
+test_gemv (void)
+{
+  g_autoptr (PlGraph) g = pl_test_parse (
+    "graph gv opset 17 {\n"
+    "  input r: f32[1, 9]\n  input rt: f32[9, 1]\n  input b: f32[9, 7]\n  input bt: f32[7, 9]\n"
+    "  input v: f32[9]\n  input bb: f32[3, 9, 7]\n  input d: f64[5, 6]\n  input dv: f64[6, 1]\n"
+    "  g0 = Gemm(r, b) {alpha=0.5}\n  g1 = Gemm(rt, b) {transA=1}\n  g2 = Gemm(r, bt) {transB=1}\n"
+    "  g3 = Gemm(rt, bt) {transA=1, transB=1, alpha=2.0}\n"
+    "  c0 = Gemm(bt, rt)\n  c1 = Gemm(b, rt) {transA=1}\n  c2 = Gemm(bt, r) {transB=1, alpha=-1.0}\n"
+    "  c3 = Gemm(b, r) {transA=1, transB=1}\n"
+    "  m0 = MatMul(v, b)\n  m1 = MatMul(bt, v)\n  m2 = MatMul(v, bb)\n  m3 = MatMul(d, dv)\n"
+    "  output g0, g1, g2, g3, c0, c1, c2, c3, m0, m1, m2, m3\n}\n");
+  g_autoptr (PlRunReport) r = check_graph (g, 31, 1e-5, 1e-6);
+  g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
+  g_assert_nonnull (strstr (kernel_named (r, "g3")->note, "gemm 1x7x9"));
+  g_assert_nonnull (strstr (kernel_named (r, "c0")->note, "gemm 7x1x9"));
+}
+
 /* A batched MatMul by a shared weight is one GEMM of batch x M rows; a
  * weight per batch, or A broadcast over the batch, stays batched. */
 static void
@@ -1584,6 +1606,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/elementwise-dtypes", test_elementwise_dtypes);
   g_test_add_func ("/Passlab/KernelsCpu/gemm", test_gemm);
   g_test_add_func ("/Passlab/KernelsCpu/gemm-batch-rows", test_gemm_batch_rows);
+  g_test_add_func ("/Passlab/KernelsCpu/gemv", test_gemv);
   g_test_add_func ("/Passlab/KernelsCpu/conv", test_conv);
   g_test_add_func ("/Passlab/KernelsCpu/conv-transpose", test_conv_transpose);
   g_test_add_func ("/Passlab/KernelsCpu/fallback", test_fallback);
