@@ -4,7 +4,7 @@
  * [0, len). The buffer bv/bi holds the best `cnt` so far, best first; an
  * element moves in past every buffered one it is strictly better than, so
  * an equal value stays behind those with smaller indices. The line body is
- * the same C for both backends.
+ * the same C for both backends but for that move (memmove on the cpu).
  */
 #define G_LOG_DOMAIN "passlab"
 #include "topk.h"
@@ -64,28 +64,46 @@ better (const PlTopKDesc *d, const char *a, const char *b)
                           b);
 }
 
+/* The body of a line: a worse element than the last of a full buffer is
+ * rejected at once; a better one finds its place by a binary search (the
+ * buffer is sorted best first, so "v beats bv[m]" is false, then true) and
+ * the worse ones move down a place (memmove on the cpu). Against a linear
+ * scan and shift: the top 100 of 64 lines of 8400, 1.12-1.16 -> 1.03-1.07
+ * ms; the top 5, 0.25-0.28 -> 0.19-0.21 ms. Testing 16 elements at a time
+ * against the last kept one, to skip them together, made both slower. */
 static void
-emit_line (GString *o, const PlTopKDesc *d)
+emit_line (GString *o, const PlTopKDesc *d, bool cpu)
 {
   const char *t = pl_plan_ctype (d->dtype);
-  g_autofree char *beats = better (d, "v", "bv[p - 1]");
+  g_autofree char *beats_last = better (d, "v", "bv[cnt - 1]");
+  g_autofree char *beats_mid = better (d, "v", "bv[m]");
+  const int64_t k = d->k;
   g_string_append_printf (o, "    const int64_t o = line / %" G_GINT64_FORMAT ", i = line %% %" G_GINT64_FORMAT ";\n",
                           d->inner, d->inner);
-  g_string_append_printf (o, "    %s bv[%" G_GINT64_FORMAT "];\n    int64_t bi[%" G_GINT64_FORMAT "], cnt = 0;\n", t,
-                          d->k, d->k);
+  g_string_append_printf (o, "    %s bv[%" G_GINT64_FORMAT "];\n    int64_t bi[%" G_GINT64_FORMAT "], cnt = 0;\n", t, k,
+                          k);
   g_string_append_printf (o, "    for (int64_t j = 0; j < %" G_GINT64_FORMAT "; j++)\n    {\n", d->len);
   g_string_append_printf (o, "      const %s v = x[(o * %" G_GINT64_FORMAT " + j) * %" G_GINT64_FORMAT " + i];\n", t,
                           d->len, d->inner);
-  g_string_append_printf (o, "      int64_t p = cnt;\n      while (p > 0 && %s)\n        p--;\n", beats);
-  g_string_append_printf (o, "      if (p >= %" G_GINT64_FORMAT ")\n        continue;\n", d->k);
-  g_string_append_printf (o, "      for (int64_t q = cnt < %" G_GINT64_FORMAT " ? cnt : %" G_GINT64_FORMAT
-                               "; q > p; q--)\n      {\n        bv[q] = bv[q - 1];\n        bi[q] = bi[q - 1];\n      }\n",
-                          d->k, d->k - 1);
-  g_string_append_printf (o, "      bv[p] = v;\n      bi[p] = j;\n      cnt += cnt < %" G_GINT64_FORMAT ";\n    }\n",
-                          d->k);
-  g_string_append_printf (o, "    for (int64_t q = 0; q < %" G_GINT64_FORMAT "; q++)\n    {\n", d->k);
-  g_string_append_printf (o, "      const int64_t at = (o * %" G_GINT64_FORMAT " + q) * %" G_GINT64_FORMAT " + i;\n",
-                          d->k, d->inner);
+  g_string_append_printf (o, "      if (cnt == %" G_GINT64_FORMAT " && !%s)\n        continue;\n", k, beats_last);
+  g_string_append_printf (o, "      int64_t lo = 0, hi = cnt;\n"
+                             "      while (lo < hi)\n      {\n"
+                             "        const int64_t m = (lo + hi) / 2;\n"
+                             "        if (%s)\n          hi = m;\n        else\n          lo = m + 1;\n      }\n",
+                          beats_mid);
+  g_string_append_printf (o, "      const int64_t last = cnt < %" G_GINT64_FORMAT " ? cnt : %" G_GINT64_FORMAT ";\n", k,
+                          k - 1);
+  if (cpu)
+    g_string_append_printf (o, "      memmove (bv + lo + 1, bv + lo, sizeof (%s) * (last - lo));\n"
+                               "      memmove (bi + lo + 1, bi + lo, sizeof (int64_t) * (last - lo));\n", t);
+  else
+    g_string_append (o, "      for (int64_t q = last; q > lo; q--)\n      {\n"
+                        "        bv[q] = bv[q - 1];\n        bi[q] = bi[q - 1];\n      }\n");
+  g_string_append_printf (o, "      bv[lo] = v;\n      bi[lo] = j;\n      cnt += cnt < %" G_GINT64_FORMAT ";\n    }\n",
+                          k);
+  g_string_append_printf (o, "    for (int64_t q = 0; q < %" G_GINT64_FORMAT "; q++)\n    {\n", k);
+  g_string_append_printf (o, "      const int64_t at = (o * %" G_GINT64_FORMAT " + q) * %" G_GINT64_FORMAT " + i;\n", k,
+                          d->inner);
   g_string_append (o, "      values[at] = bv[q];\n      indices[at] = bi[q];\n    }\n");
 }
 
@@ -100,7 +118,7 @@ pl_topk_emit_c (GString *out, const PlTopKDesc *d, const char *name)
   g_string_append_printf (out, "  #pragma omp parallel for schedule(static)\n"
                                "  for (int64_t line = 0; line < %" G_GINT64_FORMAT "; line++)\n  {\n",
                           d->outer * d->inner);
-  emit_line (out, d);
+  emit_line (out, d, true);
   g_string_append (out, "  }\n}\n\n");
 }
 
@@ -116,7 +134,7 @@ pl_topk_emit_cuda (GString *out, const PlTopKDesc *d, const char *name, int n_sm
                                "void *unused)\n{\n", name, what, name, t, t);
   pl_codegen_cuda_grid_stride (out, 1, "line", lines);
   g_string_append (out, "  {\n");
-  emit_line (out, d);
+  emit_line (out, d, false);
   g_string_append (out, "  }\n}\n\n");
   *block = 128;
   *grid = pl_codegen_cuda_grid (lines, 128, n_sms, 32);
