@@ -751,8 +751,10 @@ emit_group_fma (GString *out, const PlConvDesc *c, int64_t vl)
  * points whatever the width: 7x7 rows took blocks of 7). Of the tile's
  * weights and input points the larger is walked once, outermost, the other
  * once per block of it: ResNeXt's 1x1 convs at 7x7 (1024 -> 2048, 8 MiB of
- * weights) read every weight once per output row before, 1.27 -> 0.70 ms
- * alone, and ResNeXt-50 in NHWC 43.5-44.8 -> 35.3-38.7 ms at batch 1.
+ * weights) read every weight once per output row before: 0.92-0.99 ->
+ * 0.78-0.85 ms alone, those at 14x14 (512 -> 1024) 0.78-0.82 -> 0.57-0.59
+ * ms, and ResNeXt-50 in NHWC 41.7-49.9 -> 37.3-39.0 ms at batch 1
+ * (alternating builds).
  * Channels past the last whole vector of a tile run
  * in a block whose padded lanes read on into the next weights (or
  * PACK_TAIL) and are stored through a buffer, never past the tile. The
