@@ -181,7 +181,10 @@ chart_draw_series (PlChart *self, cairo_t *cr, PangoLayout *layout, double w, do
       int i = series_extreme (s, self->mark_lowest);
       if (i < 0)
         continue;
-      double px = point_px (&p, s, i), py = chart_plot_py (&p, s->ys[i]);
+      /* a best-so-far line's best sits where it was found (the trial the
+       * x axis marks too), a peak in the middle of its step */
+      double px = self->mark_lowest ? chart_plot_px (&p, s->xs[i]) : point_px (&p, s, i);
+      double py = chart_plot_py (&p, s->ys[i]);
       chart_set_source_color (cr, s->color, 1);
       chart_draw_dot (cr, px, py, 4);
       g_autofree char *v = chart_format_y_label (self, s->ys[i]);
