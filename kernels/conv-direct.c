@@ -38,9 +38,14 @@
  * point with z accumulators in registers; per input channel the block
  * stages the input window and the channel's z*Hk*Wk weights in shared
  * memory.
+ *
+ * Here: the choice of kernel and register blocks, the generic C kernels per
+ * layout and the C entry point. NHWC's own kernels (depthwise, small groups,
+ * pointwise) are in conv-direct-nhwc.c, the CUDA emission in
+ * conv-direct-cuda.c.
  */
 #define G_LOG_DOMAIN "passlab"
-#include "conv-direct.h"
+#include "conv-direct-private.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -51,8 +56,6 @@
 
 /* --- shape helpers ------------------------------------------------------------------ */
 
-static int64_t cg (const PlConvDesc *c) { return c->c_in / c->group; }
-static int64_t kg (const PlConvDesc *c) { return c->c_out / c->group; }
 
 bool
 pl_conv_direct_nhwc_depthwise (const PlConvDesc *c)
@@ -132,17 +135,6 @@ pl_conv_direct_pack (const PlConvDesc *c, const void *w_oihw, void *packed)
  * through D_V, a GCC vector of D_VL elements: arrays of those stay in
  * registers where gcc's auto-vectorizer leaves a scalar accumulator array
  * on the stack (measured: 100 against 40 GFLOP/s a core). */
-
-/* The kernel's signature, its tile clamped to the output, and the tiles
- * along each dim (nx, ny, nz). */
-#define KERNEL_HEAD \
-  "D_ATTR void\n" \
-  "D_NAME (const D_T *restrict x, const D_T *restrict wp, D_T *restrict y, int64_t tx, int64_t ty, int64_t tz)\n" \
-  "{\n" \
-  "  tx = tx < 1 ? 1 : tx > D_OW ? D_OW : tx;\n" \
-  "  ty = ty < 1 ? 1 : ty > D_OH ? D_OH : ty;\n" \
-  "  tz = tz < 1 ? 1 : tz > D_KG ? D_KG : tz;\n" \
-  "  const int64_t nx = (D_OW + tx - 1) / tx, ny = (D_OH + ty - 1) / ty, nz = (D_KG + tz - 1) / tz;\n"
 
 /* The driver, common to the layouts: the tile loops and the per-thread
  * buffer (accumulators, then the staged window). D_NT: batch iterations of
@@ -481,388 +473,6 @@ static const char chwn[] =
   "                acc + ((k * tyy + oy) * txx + ox) * D_NA, sizeof (D_T) * D_N);\n"
   "}\n\n";
 
-/* The entry of the kernels whose task is a block of tx x ty points of one
- * image, every channel (depthwise, small groups): the tile clamped, the
- * tasks, the channels in whole vectors, and room for the weights turned to
- * [tap][ci][channel] (D_CG: 1 for a depthwise conv). */
-#define POINT_TASKS_ENTRY \
-  "D_ATTR void\n" \
-  "D_NAME (const D_T *restrict x, const D_T *restrict wp, D_T *restrict y, int64_t tx, int64_t ty, int64_t tz)\n" \
-  "{\n" \
-  "  (void) tz;\n" \
-  "  tx = tx < 1 ? 1 : tx > D_OW ? D_OW : tx;\n" \
-  "  ty = ty < 1 ? 1 : ty > D_OH ? D_OH : ty;\n" \
-  "  const int64_t nx = (D_OW + tx - 1) / tx, ny = (D_OH + ty - 1) / ty, cv = D_C / D_VL * D_VL;\n" \
-  "  D_T *wt = aligned_alloc (64, D_RUP (sizeof (D_T) * D_KH * D_KW * D_CG * D_C, 64));\n" \
-  "  if (!wt)\n" \
-  "    abort ();\n"
-
-/* NHWC depthwise: a task is a block of tx x ty output points of one image,
- * every channel; per point, a vector of D_VL channels accumulates the taps
- * (input and weights both contiguous along the channels: no staging). The
- * packed weights ([channel][tap] for a depthwise conv) are turned once per
- * call into [tap][channel]; channels past the last whole vector run scalar. */
-static const char nhwc_dw[] =
-  POINT_TASKS_ENTRY
-  "  for (int64_t c = 0; c < D_C; c++)\n"
-  "    for (int64_t t = 0; t < D_KH * D_KW; t++)\n"
-  "      wt[t * D_C + c] = wp[c * D_KH * D_KW + t];\n"
-  "#pragma omp parallel for collapse(3) schedule(dynamic, 1)\n"
-  "  for (int64_t n = 0; n < D_N; n++)\n"
-  "    for (int64_t by = 0; by < ny; by++)\n"
-  "      for (int64_t bx = 0; bx < nx; bx++)\n"
-  "        for (int64_t oy = by * ty; oy < D_MIN (D_OH, (by + 1) * ty); oy++)\n"
-  "          for (int64_t ox = bx * tx; ox < D_MIN (D_OW, (bx + 1) * tx); ox++)\n"
-  "            {\n"
-  "              const int64_t ih0 = oy * D_SH - D_PT, iw0 = ox * D_SW - D_PL;\n"
-  "              D_T *yp = y + ((n * D_OH + oy) * D_OW + ox) * D_C;\n"
-  "              for (int64_t c = 0; c < cv; c += D_VL)\n"
-  "                {\n"
-  "                  D_V acc = { 0 };\n"
-  "                  for (int64_t kh = 0; kh < D_KH; kh++)\n"
-  "                    {\n"
-  "                      const int64_t ih = ih0 + kh * D_DH;\n"
-  "                      if (ih < 0 || ih >= D_H)\n"
-  "                        continue;\n"
-  "                      for (int64_t kw = 0; kw < D_KW; kw++)\n"
-  "                        {\n"
-  "                          const int64_t iw = iw0 + kw * D_DW;\n"
-  "                          if (iw >= 0 && iw < D_W)\n"
-  "                            acc += D_FN (vld) (x + ((n * D_H + ih) * D_W + iw) * D_C + c)\n"
-  "                                   * D_FN (vld) (wt + (kh * D_KW + kw) * D_C + c);\n"
-  "                        }\n"
-  "                    }\n"
-  "                  D_FN (vst) (yp + c, acc);\n"
-  "                }\n"
-  "              for (int64_t c = cv; c < D_C; c++)\n"
-  "                {\n"
-  "                  D_T acc = 0;\n"
-  "                  for (int64_t kh = 0; kh < D_KH; kh++)\n"
-  "                    for (int64_t kw = 0; kw < D_KW; kw++)\n"
-  "                      {\n"
-  "                        const int64_t ih = ih0 + kh * D_DH, iw = iw0 + kw * D_DW;\n"
-  "                        if (ih >= 0 && ih < D_H && iw >= 0 && iw < D_W)\n"
-  "                          acc += x[((n * D_H + ih) * D_W + iw) * D_C + c] * wt[(kh * D_KW + kw) * D_C + c];\n"
-  "                      }\n"
-  "                  yp[c] = acc;\n"
-  "                }\n"
-  "            }\n"
-  "  free (wt);\n"
-  "}\n\n";
-
-/* NHWC grouped, small groups (pl_conv_direct_nhwc_grouped): a task is a
- * block of tx x ty output points of one image, every channel; a register
- * block is up to D_P points of a row x one vector of D_VL output channels,
- * which spans D_VL / D_KG whole groups. Their inputs are the same D_VL
- * channels of x (as many input as output channels a group): a vector load
- * of x, then for each of the D_CG input channels of a group a shuffle that
- * broadcasts that channel's lane across its group's lanes and
- * multiply-adds with the weights for that channel (written out per channel
- * by the generator: D_FN (gfma), D_FN (gfan)); weights [tap][ci][k], turned
- * from the packed ones at each call, by all the threads (one thread doing
- * it showed in the time of ResNeXt's 0.2 ms convs; the packed order is
- * shared with the CUDA kernel, so it stays). No staging: x is read in place.
- *
- * A shuffle costs about what a multiply-add does here, so at stride 1 the
- * blocks are input-stationary (each input shuffled once a channel for the
- * D_KW points that read it, about 1/3 of the shuffles at 3x3), reading
- * zeros outside the image where a block reaches an edge; else
- * output-stationary (a shuffle a multiply-add), the edges' points one at a
- * time. The blocks are instantiated for each point count (D_IBLOCKS,
- * generated), so that they unroll. Channels past the last whole vector run
- * a point at a time, scalar. */
-static const char nhwc_grouped[] =
-  "/* pb points from ox of row oy (zeros outside the image when checked).\n"
-  " * Output-stationary: per tap, a vector of x a point. Input-stationary\n"
-  " * (stride 1): each input of a window row is shuffled once a channel and\n"
-  " * serves the up to D_KW points whose windows hold it. */\n"
-  "static inline __attribute__ ((always_inline)) D_ATTR void\n"
-  "D_FN (gblock) (const D_T *restrict x, const D_T *restrict wt, D_T *restrict y, int64_t n, int64_t oy,\n"
-  "               int64_t ox, int64_t c, const int pb, const int checked, const int input_stationary)\n"
-  "{\n"
-  "  D_V acc[D_P];\n"
-  "  for (int p = 0; p < pb; p++)\n"
-  "    acc[p] = (D_V) { 0 };\n"
-  "  for (int64_t kh = 0; kh < D_KH; kh++)\n"
-  "    {\n"
-  "      const int64_t ih = oy * D_SH - D_PT + kh * D_DH;\n"
-  "      if (ih < 0 || ih >= D_H)\n"
-  "        continue;\n"
-  "      if (input_stationary)\n"
-  "        {\n"
-  "          const D_T *restrict xr = x + ((n * D_H + ih) * D_W + ox - D_PL) * D_C + c;\n"
-  "          const D_T *restrict wr = wt + kh * D_KW * D_CG * D_C + c;\n"
-  "          D_UNROLL\n"
-  "          for (int i = 0; i < pb + (D_KW - 1) * D_DW; i++)\n"
-  "            {\n"
-  "              const int64_t iw = ox - D_PL + i;\n"
-  "              D_FN (gfan) (acc, !checked || (iw >= 0 && iw < D_W) ? D_FN (vld) (xr + i * D_C) : (D_V) { 0 }, wr, i,\n"
-  "                           pb);\n"
-  "            }\n"
-  "          continue;\n"
-  "        }\n"
-  "      for (int64_t kw = 0; kw < D_KW; kw++)\n"
-  "        {\n"
-  "          const int64_t iw = ox * D_SW - D_PL + kw * D_DW;\n"
-  "          const D_T *restrict xr = x + ((n * D_H + ih) * D_W + iw) * D_C + c;\n"
-  "          const D_T *restrict wr = wt + (kh * D_KW + kw) * D_CG * D_C + c;\n"
-  "          D_V wv[D_CG], xv[D_P];\n"
-  "          for (int ci = 0; ci < D_CG; ci++)\n"
-  "            wv[ci] = D_FN (vld) (wr + ci * D_C);\n"
-  "          for (int p = 0; p < pb; p++)\n"
-  "            xv[p] = !checked || (iw + p * D_SW >= 0 && iw + p * D_SW < D_W) ? D_FN (vld) (xr + p * D_SW * D_C)\n"
-  "                                                                            : (D_V) { 0 };\n"
-  "          D_FN (gfma) (acc, xv, wv, pb);\n"
-  "        }\n"
-  "    }\n"
-  "  for (int p = 0; p < pb; p++)\n"
-  "    D_FN (vst) (y + ((n * D_OH + oy) * D_OW + ox + p) * D_C + c, acc[p]);\n"
-  "}\n"
-  "\n"
-  POINT_TASKS_ENTRY
-  "  /* the first and last outputs of a row whose windows lie inside the image in x */\n"
-  "  const int64_t in0 = (D_PL + D_SW - 1) / D_SW;\n"
-  "  const int64_t in1 = D_W - 1 + D_PL - (D_KW - 1) * D_DW < 0 ? -1 : (D_W - 1 + D_PL - (D_KW - 1) * D_DW) / D_SW;\n"
-  "#pragma omp parallel\n"
-  "  {\n"
-  "#pragma omp for\n"
-  "  for (int64_t k = 0; k < D_C; k++)\n"
-  "    for (int64_t ci = 0; ci < D_CG; ci++)\n"
-  "      for (int64_t t = 0; t < D_KH * D_KW; t++)\n"
-  "        wt[(t * D_CG + ci) * D_C + k] = wp[((k / D_KG * D_CG + ci) * D_KH * D_KW + t) * D_KG + k % D_KG];\n"
-  "#pragma omp for collapse(3) schedule(dynamic, 1)\n"
-  "  for (int64_t n = 0; n < D_N; n++)\n"
-  "    for (int64_t by = 0; by < ny; by++)\n"
-  "      for (int64_t bx = 0; bx < nx; bx++)\n"
-  "        for (int64_t oy = by * ty; oy < D_MIN (D_OH, (by + 1) * ty); oy++)\n"
-  "          {\n"
-  "            const int64_t ox0 = bx * tx, ox1 = D_MIN (D_OW, (bx + 1) * tx);\n"
-  "            const int64_t lo = D_MIN (ox1, D_MAX (ox0, in0)), hi = D_MAX (lo, D_MIN (ox1, in1 + 1));\n"
-  "            for (int64_t c = 0; c < cv; c += D_VL)\n"
-  "              {\n"
-  "#if D_SW == 1\n"
-  "                /* blocks of D_P points along the whole row, the edges' with tests */\n"
-  "                (void) lo, (void) hi;\n"
-  "                for (int64_t ox = ox0; ox < ox1; ox += D_P)\n"
-  "                  {\n"
-  "                    if (ox1 - ox < D_P)\n"
-  "                      D_IBLOCKS (ox1 - ox)\n"
-  "                    else if (ox < in0 || ox + D_P - 1 > in1)\n"
-  "                      D_FN (gblock) (x, wt, y, n, oy, ox, c, D_P, 1, 1);\n"
-  "                    else\n"
-  "                      D_FN (gblock) (x, wt, y, n, oy, ox, c, D_P, 0, 1);\n"
-  "                  }\n"
-  "#else\n"
-  "                /* the edges a point at a time, with tests; blocks inside */\n"
-  "                for (int64_t ox = ox0; ox < lo; ox++)\n"
-  "                  D_FN (gblock) (x, wt, y, n, oy, ox, c, 1, 1, 0);\n"
-  "                int64_t ox = lo;\n"
-  "                for (; ox + D_P <= hi; ox += D_P)\n"
-  "                  D_FN (gblock) (x, wt, y, n, oy, ox, c, D_P, 0, 0);\n"
-  "                if (ox < hi)\n"
-  "                  D_IBLOCKS (hi - ox)\n"
-  "                for (ox = hi; ox < ox1; ox++)\n"
-  "                  D_FN (gblock) (x, wt, y, n, oy, ox, c, 1, 1, 0);\n"
-  "#endif\n"
-  "              }\n"
-  "            for (int64_t c = cv; c < D_C; c++)\n"
-  "              for (int64_t ox = ox0; ox < ox1; ox++)\n"
-  "                {\n"
-  "                  D_T acc = 0;\n"
-  "                  for (int64_t kh = 0; kh < D_KH; kh++)\n"
-  "                    for (int64_t kw = 0; kw < D_KW; kw++)\n"
-  "                      {\n"
-  "                        const int64_t ih = oy * D_SH - D_PT + kh * D_DH, iw = ox * D_SW - D_PL + kw * D_DW;\n"
-  "                        if (ih >= 0 && ih < D_H && iw >= 0 && iw < D_W)\n"
-  "                          for (int64_t ci = 0; ci < D_CG; ci++)\n"
-  "                            acc += x[((n * D_H + ih) * D_W + iw) * D_C + c / D_KG * D_KG + ci]\n"
-  "                                   * wt[((kh * D_KW + kw) * D_CG + ci) * D_C + c];\n"
-  "                      }\n"
-  "                  y[((n * D_OH + oy) * D_OW + ox) * D_C + c] = acc;\n"
-  "                }\n"
-  "          }\n"
-  "  }\n"
-  "  free (wt);\n"
-  "}\n"
-  "\n";
-
-/* D_FN (gfma) for the grouped kernel: acc + sum over the group's input
- * channels ci of (x's lane ci of each group, broadcast over the group) *
- * w[ci], a shuffle with constant lanes per ci (GCC 12 and clang have
- * __builtin_shufflevector; older GCC takes __builtin_shuffle and a mask). */
-static void
-emit_group_fma (GString *out, const PlConvDesc *c, int64_t vl)
-{
-  const bool f32 = c->dtype == PL_DTYPE_F32;
-  g_string_append_printf (out, "typedef %s D_FN (vi) __attribute__ ((vector_size (%" G_GINT64_FORMAT ")));\n",
-                          f32 ? "int32_t" : "int64_t", vl * (int64_t) pl_dtype_size (c->dtype));
-  g_string_append (out, "#if defined(__clang__) || __GNUC__ >= 12\n"
-                        "#define D_SHUF(v, ...) __builtin_shufflevector (v, v, __VA_ARGS__)\n"
-                        "#else\n"
-                        "#define D_SHUF(v, ...) __builtin_shuffle (v, (D_FN (vi)) { __VA_ARGS__ })\n"
-                        "#endif\n"
-                        "static inline __attribute__ ((always_inline)) D_ATTR void\n"
-                        "D_FN (gfma) (D_V *restrict acc, const D_V *restrict xv, const D_V *restrict w, const int pb)\n{\n"
-                        "  D_V d[D_P];\n");
-  /* A broadcast within 128 bits is one cheap in-lane shuffle; a group wider
-   * than that first has its 128-bit chunk j copied over the group (one
-   * shuffle of whole 128-bit lanes), then broadcasts within 128 bits from
-   * it. Each channel's multiply-adds run over all the points before the
-   * next channel's: one point's chain of D_CG dependent multiply-adds at a
-   * time ran at the FMA's latency. */
-  const int64_t KG = kg (c), q = MIN (16 / (int64_t) pl_dtype_size (c->dtype), KG);
-  g_autoptr (GString) gfan = g_string_new (
-    "static inline __attribute__ ((always_inline)) D_ATTR void\n"
-    "D_FN (gfan) (D_V *restrict acc, const D_V xv, const D_T *restrict wr, const int i, const int pb)\n{\n"
-    "  D_V d, s;\n");
-  for (int64_t j = 0; j < KG / q; j++)
-    {
-      g_autoptr (GString) chunk = g_string_new ("");
-      for (int64_t lane = 0; lane < vl; lane++)
-        g_string_append_printf (chunk, ", %" G_GINT64_FORMAT, lane / KG * KG + j * q + lane % q);
-      g_string_append_printf (out, "  for (int p = 0; p < pb; p++)\n    d[p] = D_SHUF (xv[p]%s);\n", chunk->str);
-      g_string_append_printf (gfan, "  d = D_SHUF (xv%s);\n", chunk->str);
-      for (int64_t ci = j * q; ci < (j + 1) * q; ci++)
-        {
-          g_autoptr (GString) bcast = g_string_new ("");
-          for (int64_t lane = 0; lane < vl; lane++)
-            g_string_append_printf (bcast, ", %" G_GINT64_FORMAT, lane / q * q + ci % q);
-          g_string_append_printf (out, "  for (int p = 0; p < pb; p++)\n    acc[p] += D_SHUF (d[p]%s) * w[%" G_GINT64_FORMAT
-                                  "];\n", bcast->str, ci);
-          g_string_append_printf (gfan, "  s = D_SHUF (d%s);\n"
-                                  "  for (int kw = 0; kw < D_KW; kw++)\n"
-                                  "    if (i - kw * D_DW >= 0 && i - kw * D_DW < pb)\n"
-                                  "      acc[i - kw * D_DW] += s * D_FN (vld) (wr + (kw * D_CG + %" G_GINT64_FORMAT
-                                  ") * D_C);\n", bcast->str, ci);
-        }
-    }
-  g_string_append (out, "}\n\n");
-  g_string_append_len (out, gfan->str, (gssize) gfan->len);
-  g_string_append (out, "}\n\n");
-}
-
-/* NHWC pointwise (1x1, no padding, any stride): a GEMM of the points'
- * input rows by the packed weights ([g][c][k]: W^T per group), with no
- * staging — a point's channels are contiguous in x, so a block of D_P
- * points broadcasts its inputs straight from x while D_NV vectors of
- * output channels accumulate in registers over every input channel, then
- * go straight to y. A task is a tile of tx x ty points of one image and tz
- * channels of one group; its blocks run on across the tile's rows (D_P
- * points whatever the width: 7x7 rows took blocks of 7). Of the tile's
- * weights and input points the larger is walked once, outermost, the other
- * once per block of it: ResNeXt's 1x1 convs at 7x7 (1024 -> 2048, 8 MiB of
- * weights) read every weight once per output row before: 0.92-0.99 ->
- * 0.78-0.85 ms alone, those at 14x14 (512 -> 1024) 0.78-0.82 -> 0.57-0.59
- * ms, and ResNeXt-50 in NHWC 41.7-49.9 -> 37.3-39.0 ms at batch 1
- * (alternating builds).
- * Channels past the last whole vector of a tile run
- * in a block whose padded lanes read on into the next weights (or
- * PACK_TAIL) and are stored through a buffer, never past the tile. The
- * generic NHWC kernel staged each input channel with a gather of stride C
- * and kept its accumulators in memory: MobileNetV2's 16 -> 96 expansion at
- * 112 x 112 ran at 1.8 ms, against 1.0 for the NCHW GEMM. */
-static const char nhwc_pw[] =
-  "static inline __attribute__ ((always_inline)) D_ATTR void\n"
-  "D_FN (pblock) (const D_T *restrict x, const D_T *restrict wc, D_T *restrict y, const int64_t *xo,\n"
-  "               const int64_t *yo, const int pb, const int nv, const int64_t live)\n"
-  "{\n"
-  "  D_V r[D_P][D_NV];\n"
-  "  for (int p = 0; p < pb; p++)\n"
-  "    for (int j = 0; j < nv; j++)\n"
-  "      r[p][j] = (D_V) { 0 };\n"
-  "  for (int64_t c = 0; c < D_CG; c++)\n"
-  "    {\n"
-  "      D_V wv[D_NV];\n"
-  "      for (int j = 0; j < nv; j++)\n"
-  "        wv[j] = D_FN (vld) (wc + c * D_KG + j * D_VL);\n"
-  "      for (int p = 0; p < pb; p++)\n"
-  "        {\n"
-  "          const D_T xs = x[xo[p] + c];\n"
-  "          for (int j = 0; j < nv; j++)\n"
-  "            r[p][j] += xs * wv[j];\n"
-  "        }\n"
-  "    }\n"
-  "  if (live == nv * D_VL)\n"
-  "    for (int p = 0; p < pb; p++)\n"
-  "      for (int j = 0; j < nv; j++)\n"
-  "        D_FN (vst) (y + yo[p] + j * D_VL, r[p][j]);\n"
-  "  else\n"
-  "    for (int p = 0; p < pb; p++)\n"
-  "      {\n"
-  "        D_T t[D_NV * D_VL];\n"
-  "        for (int j = 0; j < nv; j++)\n"
-  "          D_FN (vst) (t + j * D_VL, r[p][j]);\n"
-  "        memcpy (y + yo[p], t, sizeof (D_T) * live);\n"
-  "      }\n"
-  "}\n\n"
-  "/* pb points of the tile from its i-th (row-major over its tw columns from oy0, ox0), the nv\n"
-  " * vectors of channels from k (live of them) of group g */\n"
-  "static inline __attribute__ ((always_inline)) D_ATTR void\n"
-  "D_FN (points) (const D_T *restrict x, const D_T *restrict wg, D_T *restrict y, int64_t n, int64_t g,\n"
-  "               int64_t oy0, int64_t ox0, int64_t tw, int64_t i, int64_t k, const int nv, int64_t live,\n"
-  "               const int pb)\n"
-  "{\n"
-  "  int64_t xo[D_P], yo[D_P];\n"
-  "  int64_t oy = oy0 + i / tw, ox = ox0 + i % tw;\n"
-  "  for (int p = 0; p < pb; p++)\n"
-  "    {\n"
-  "      xo[p] = ((n * D_H + oy * D_SH) * D_W + ox * D_SW) * D_C + g * D_CG;\n"
-  "      yo[p] = ((n * D_OH + oy) * D_OW + ox) * D_K + g * D_KG;\n"
-  "      if (++ox == ox0 + tw)\n"
-  "        ox = ox0, oy++;\n"
-  "    }\n"
-  "  D_FN (pblock) (x, wg + k, y + k, xo, yo, pb, nv, live);\n"
-  "}\n\n"
-  "/* The tile's points i .. i1 for nv vectors of channels from k: blocks of D_P points, the\n"
-  " * rest in blocks of 8, 4, 2 and 1 (each count a constant, so that its block unrolls) */\n"
-  "static inline __attribute__ ((always_inline)) D_ATTR void\n"
-  "D_FN (span) (const D_T *restrict x, const D_T *restrict wg, D_T *restrict y, int64_t n, int64_t g,\n"
-  "             int64_t oy0, int64_t ox0, int64_t tw, int64_t i, int64_t i1, int64_t k, const int nv,\n"
-  "             int64_t live)\n"
-  "{\n"
-  "  for (; i + D_P <= i1; i += D_P)\n"
-  "    D_FN (points) (x, wg, y, n, g, oy0, ox0, tw, i, k, nv, live, D_P);\n"
-  "  if (D_P > 8 && i + 8 <= i1)\n"
-  "    D_FN (points) (x, wg, y, n, g, oy0, ox0, tw, i, k, nv, live, D_P > 8 ? 8 : 1), i += 8;\n"
-  "  if (D_P > 4 && i + 4 <= i1)\n"
-  "    D_FN (points) (x, wg, y, n, g, oy0, ox0, tw, i, k, nv, live, D_P > 4 ? 4 : 1), i += 4;\n"
-  "  if (D_P > 2 && i + 2 <= i1)\n"
-  "    D_FN (points) (x, wg, y, n, g, oy0, ox0, tw, i, k, nv, live, D_P > 2 ? 2 : 1), i += 2;\n"
-  "  if (i < i1)\n"
-  "    D_FN (points) (x, wg, y, n, g, oy0, ox0, tw, i, k, nv, live, 1);\n"
-  "}\n\n"
-  "/* The tile's points i0 .. i1, channels k .. k1: whole blocks of D_NV vectors, then single vectors */\n"
-  "static inline __attribute__ ((always_inline)) D_ATTR void\n"
-  "D_FN (kblocks) (const D_T *restrict x, const D_T *restrict wg, D_T *restrict y, int64_t n, int64_t g,\n"
-  "                int64_t oy0, int64_t ox0, int64_t tw, int64_t i0, int64_t i1, int64_t k, int64_t k1)\n"
-  "{\n"
-  "  for (; k + D_NV * D_VL <= k1; k += D_NV * D_VL)\n"
-  "    D_FN (span) (x, wg, y, n, g, oy0, ox0, tw, i0, i1, k, D_NV, D_NV * D_VL);\n"
-  "  for (; k < k1; k += D_VL)\n"
-  "    D_FN (span) (x, wg, y, n, g, oy0, ox0, tw, i0, i1, k, 1, D_MIN (D_VL, k1 - k));\n"
-  "}\n\n"
-  KERNEL_HEAD
-  "#pragma omp parallel for collapse(5) schedule(dynamic, 1)\n"
-  "  for (int64_t n = 0; n < D_N; n++)\n"
-  "    for (int64_t g = 0; g < D_G; g++)\n"
-  "      for (int64_t bz = 0; bz < nz; bz++)\n"
-  "        for (int64_t by = 0; by < ny; by++)\n"
-  "          for (int64_t bx = 0; bx < nx; bx++)\n"
-  "            {\n"
-  "              const int64_t k0 = bz * tz, k1 = D_MIN (D_KG, k0 + tz);\n"
-  "              const int64_t ox0 = bx * tx, tw = D_MIN (D_OW, ox0 + tx) - ox0;\n"
-  "              const int64_t oy0 = by * ty, np = tw * (D_MIN (D_OH, oy0 + ty) - oy0);\n"
-  "              const D_T *wg = wp + g * D_CG * D_KG;\n"
-  "              /* the larger of the tile's weights and its input points is read once, the\n"
-  "               * other once per block of the first, from the cache the tile fits */\n"
-  "              if (k1 - k0 > np)\n"
-  "                D_FN (kblocks) (x, wg, y, n, g, oy0, ox0, tw, 0, np, k0, k1);\n"
-  "              else\n"
-  "                for (int64_t i = 0; i < np; i += D_P)\n"
-  "                  D_FN (kblocks) (x, wg, y, n, g, oy0, ox0, tw, i, D_MIN (np, i + D_P), k0, k1);\n"
-  "            }\n"
-  "}\n\n";
-
 /* The vector width in bytes the compiler will use with -march=native here
  * (the machine that compiles is the one that emits). */
 static int
@@ -1001,8 +611,8 @@ pl_conv_direct_working_set (const PlConvDesc *c, const int64_t tile[3])
 
 /* #undef's every D_ macro that out defines from start, so the next kernel
  * of the translation unit starts clean. */
-static void
-undef_all (GString *out, gsize start)
+void
+pl_cd_undef_all (GString *out, gsize start)
 {
   g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
   for (const char *p = strstr (out->str + start, "#define D_"); p; p = strstr (p + 1, "#define D_"))
@@ -1021,8 +631,8 @@ undef_all (GString *out, gsize start)
   g_string_append_c (out, '\n');
 }
 
-static void
-define (GString *out, const char *name, int64_t v)
+void
+pl_cd_define (GString *out, const char *name, int64_t v)
 {
   g_string_append_printf (out, "#define %s %" G_GINT64_FORMAT "\n", name, v);
 }
@@ -1050,7 +660,7 @@ pl_conv_direct_emit_c (GString *out, const PlConvDesc *c, const char *name)
     { "D_NA", chwn_ ? (c->batch + b.vl - 1) / b.vl * b.vl : 1 },
   };
   for (size_t i = 0; i < G_N_ELEMENTS (defs); i++)
-    define (out, defs[i].name, defs[i].v);
+    pl_cd_define (out, defs[i].name, defs[i].v);
   g_string_append_printf (out, "#define D_NAME %s\n#define D_FN(s) %s_ ## s\n", name, name);
   if (b.vl > 1)
     g_string_append_printf (out, "typedef %s %s_v __attribute__ ((vector_size (%" G_GINT64_FORMAT ")));\n", T, name,
@@ -1100,25 +710,11 @@ pl_conv_direct_emit_c (GString *out, const PlConvDesc *c, const char *name)
   g_string_append_printf (out, "#define D_ACC(tx, ty, tz) %s\n\n", acc[c->x_layout]);
   g_string_append (out, vector_io);
   if (pl_conv_direct_nhwc_depthwise (c))
-    g_string_append (out, nhwc_dw);
+    g_string_append (out, pl_cd_nhwc_depthwise);
   else if (pl_conv_direct_nhwc_grouped (c))
-    {
-      emit_group_fma (out, c, b.vl);
-      /* the block for a constant point count below D_P (so that it unrolls) */
-      /* stride 1: the row's last block, tested; else a block inside */
-      g_string_append (out, c->strides[1] == 1 ? "#define D_IBLOCK(pbc) D_FN (gblock) (x, wt, y, n, oy, ox, c, pbc, 1, 1)\n"
-                                                : "#define D_IBLOCK(pbc) D_FN (gblock) (x, wt, y, n, oy, ox, c, pbc, 0, 0)\n");
-      g_string_append (out, "#define D_IBLOCKS(pb) \\\n  switch (pb) \\\n    { \\\n");
-      for (int64_t pb = 1; pb < b.p; pb++)
-        g_string_append_printf (out, "    case %" G_GINT64_FORMAT ": D_IBLOCK (%" G_GINT64_FORMAT "); break; \\\n", pb, pb);
-      g_string_append (out, "    }\n"
-                            "#if defined(__clang__)\n#define D_UNROLL _Pragma (\"unroll\")\n"
-                            "#else\n#define D_UNROLL _Pragma (\"GCC unroll 32\")\n#endif\n"
-                            "#define D_MAX(a, b) ((a) > (b) ? (a) : (b))\n");
-      g_string_append (out, nhwc_grouped);
-    }
+    pl_cd_emit_nhwc_grouped (out, c, b.vl, b.p);
   else if (pl_conv_direct_nhwc_pointwise (c))
-    g_string_append (out, nhwc_pw);
+    g_string_append (out, pl_cd_nhwc_pointwise);
   else
     {
       g_string_append (out, scratch);
@@ -1126,172 +722,7 @@ pl_conv_direct_emit_c (GString *out, const PlConvDesc *c, const char *name)
       g_string_append (out, c->x_layout == PL_LAYOUT_NHWC ? nhwc : c->x_layout == PL_LAYOUT_CHWN ? chwn : nchw);
       g_string_append (out, driver);
     }
-  undef_all (out, start);
-}
-
-/* --- CUDA emission --------------------------------------------------------------------- */
-
-/* What one CUDA block holds: its tile, threads, points per thread, and the
- * input window (WX x WY) staged per channel. */
-typedef struct {
-  int64_t tx, ty, tz, wx, wy, threads, ppt, shared_bytes;
-} CudaTile;
-
-/* The static shared memory a block may use without opting in. */
-#define CUDA_SHARED_BYTES (48 << 10)
-/* The fast memory and parallel units the pebble rule gets for a GPU block:
- * the block's 48 KiB (its outputs live in registers of about that size) and
- * an H100's 132 SMs. */
-#define CUDA_PEBBLE_UNITS 132
-
-static void
-cuda_tile_measure (const PlConvDesc *c, CudaTile *t)
-{
-  t->wx = (t->tx - 1) * c->strides[1] + (c->kernel[1] - 1) * c->dilations[1] + 1;
-  t->wy = (t->ty - 1) * c->strides[0] + (c->kernel[0] - 1) * c->dilations[0] + 1;
-  t->threads = MIN (256, (t->tx * t->ty + 31) / 32 * 32);
-  t->ppt = (t->tx * t->ty + t->threads - 1) / t->threads;
-  t->shared_bytes = (t->wx * t->wy + t->tz * c->kernel[0] * c->kernel[1]) * (int64_t) pl_dtype_size (c->dtype);
-}
-
-/* The tile of c->tile (the pebble tile for zeros), cut down until its
- * shared memory fits, z <= 64 and a thread holds at most 4 points (its
- * accumulators stay in registers and the unrolled loops small). */
-static CudaTile
-cuda_tile (const PlConvDesc *c)
-{
-  int64_t tile[3];
-  if (c->tile[0] > 0 && c->tile[1] > 0 && c->tile[2] > 0)
-    memcpy (tile, c->tile, sizeof tile);
-  else
-    {
-      /* a block holds one image in every layout: the rule's tile is NCHW's
-       * (a CHWN tile on the CPU holds the batch) */
-      PlConvDesc per_image = *c;
-      per_image.x_layout = per_image.y_layout = PL_LAYOUT_NCHW;
-      pl_conv_pebble_tile (&per_image, CUDA_SHARED_BYTES, CUDA_PEBBLE_UNITS, 1, tile);
-    }
-  CudaTile t = { MIN (tile[0], c->out[1]), MIN (tile[1], c->out[0]), MIN (MIN (tile[2], kg (c)), 64) };
-  for (;;)
-    {
-      cuda_tile_measure (c, &t);
-      if (t.shared_bytes <= CUDA_SHARED_BYTES && t.ppt <= 4)
-        break;
-      if (t.tx == 1 && t.ty == 1 && t.tz == 1)
-        break;   /* a huge kernel window: nothing smaller */
-      if (t.tx >= t.ty && t.tx > 1)
-        t.tx = (t.tx + 1) / 2;
-      else if (t.ty > 1)
-        t.ty = (t.ty + 1) / 2;
-      else
-        t.tz = (t.tz + 1) / 2;
-    }
-  return t;
-}
-
-static const char cuda_body[] =
-  "extern \"C\" __global__ void __launch_bounds__ (D_THREADS)\n"
-  "D_NAME (const D_T *__restrict__ x, const D_T *__restrict__ wp, D_T *__restrict__ y)\n"
-  "{\n"
-  "  __shared__ D_T win[D_WY * D_WX];\n"
-  "  __shared__ D_T ws[D_TZ * D_KH * D_KW];\n"
-  "  const int tid = threadIdx.x;\n"
-  "  const long long ox0 = (blockIdx.x % D_NX) * D_TX, oy0 = (blockIdx.x / D_NX) * D_TY;\n"
-  "  for (long long gz = blockIdx.y; gz < D_G * D_NZ; gz += gridDim.y)\n"
-  "    for (long long n = blockIdx.z; n < D_N; n += gridDim.z)\n"
-  "      {\n"
-  "        const long long g = gz / D_NZ, k0 = (gz % D_NZ) * D_TZ;\n"
-  "        D_T acc[D_PPT][D_TZ];\n"
-  "#pragma unroll\n"
-  "        for (int q = 0; q < D_PPT; q++)\n"
-  "#pragma unroll\n"
-  "          for (int k = 0; k < D_TZ; k++)\n"
-  "            acc[q][k] = 0;\n"
-  "        for (long long c = 0; c < D_CG; c++)\n"
-  "          {\n"
-  "            /* stage channel c: its input window and its z * Hk * Wk weights */\n"
-  "            __syncthreads ();\n"
-  "            for (int i = tid; i < D_WY * D_WX; i += D_THREADS)\n"
-  "              {\n"
-  "                const long long ih = oy0 * D_SH - D_PT + i / D_WX, iw = ox0 * D_SW - D_PL + i % D_WX;\n"
-  "                win[i] = ih >= 0 && ih < D_H && iw >= 0 && iw < D_W\n"
-  "                           ? x[n * D_XN + (g * D_CG + c) * D_XC + ih * D_XH + iw * D_XW] : (D_T) 0;\n"
-  "              }\n"
-  "            for (int i = tid; i < D_TZ * D_KH * D_KW; i += D_THREADS)\n"
-  "              {\n"
-  "                const long long k = k0 + i / (D_KH * D_KW), r = i % (D_KH * D_KW);\n"
-  "                ws[i] = k < D_KG ? wp[((g * D_CG + c) * D_KH * D_KW + r) * D_KG + k] : (D_T) 0;\n"
-  "              }\n"
-  "            __syncthreads ();\n"
-  "#pragma unroll\n"
-  "            for (int q = 0; q < D_PPT; q++)\n"
-  "              {\n"
-  "                const int p = tid + q * D_THREADS;\n"
-  "                if (p >= D_TX * D_TY)\n"
-  "                  break;\n"
-  "                const int py = p / D_TX, px = p % D_TX;\n"
-  "                for (int kh = 0; kh < D_KH; kh++)\n"
-  "                  for (int kw = 0; kw < D_KW; kw++)\n"
-  "                    {\n"
-  "                      const D_T xv = win[(py * D_SH + kh * D_DH) * D_WX + px * D_SW + kw * D_DW];\n"
-  "#pragma unroll\n"
-  "                      for (int k = 0; k < D_TZ; k++)\n"
-  "                        acc[q][k] += xv * ws[k * D_KH * D_KW + kh * D_KW + kw];\n"
-  "                    }\n"
-  "              }\n"
-  "          }\n"
-  "#pragma unroll\n"
-  "        for (int q = 0; q < D_PPT; q++)\n"
-  "          {\n"
-  "            const int p = tid + q * D_THREADS;\n"
-  "            const long long oy = oy0 + p / D_TX, ox = ox0 + p % D_TX;\n"
-  "            if (p >= D_TX * D_TY)\n"
-  "              break;\n"
-  "            if (oy >= D_OH || ox >= D_OW)\n"
-  "              continue;\n"
-  "#pragma unroll\n"
-  "            for (int k = 0; k < D_TZ; k++)\n"
-  "              if (k0 + k < D_KG)\n"
-  "                y[n * D_YN + (g * D_KG + k0 + k) * D_YC + oy * D_YH + ox * D_YW] = acc[q][k];\n"
-  "          }\n"
-  "      }\n"
-  "}\n";
-
-void
-pl_conv_direct_emit_cuda (GString *out, const PlConvDesc *c, const char *name, unsigned grid[3], unsigned block[3])
-{
-  const CudaTile t = cuda_tile (c);
-  const gsize start = out->len;
-  const int64_t nx = (c->out[1] + t.tx - 1) / t.tx, ny = (c->out[0] + t.ty - 1) / t.ty;
-  const int64_t nz = (kg (c) + t.tz - 1) / t.tz;
-  int64_t xd[4] = { c->batch, c->c_in, c->in[0], c->in[1] }, yd[4] = { c->batch, c->c_out, c->out[0], c->out[1] };
-  int64_t xs[4], ys[4];
-  pl_layout_strides (c->x_layout, 4, xd, xs);
-  pl_layout_strides (c->y_layout, 4, yd, ys);
-
-  g_string_append_printf (out, "/* %s: direct conv %s, tile %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
-                          " per block (conv-direct.c) */\n", name, pl_layout_name (c->x_layout), t.tx, t.ty, t.tz);
-  g_string_append_printf (out, "#define D_T %s\n#define D_NAME %s\n",
-                          c->dtype == PL_DTYPE_F32 ? "float" : "double", name);
-  const struct { const char *name; int64_t v; } defs[] = {
-    { "D_N", c->batch }, { "D_H", c->in[0] }, { "D_W", c->in[1] }, { "D_OH", c->out[0] }, { "D_OW", c->out[1] },
-    { "D_G", c->group }, { "D_CG", cg (c) }, { "D_KG", kg (c) }, { "D_KH", c->kernel[0] }, { "D_KW", c->kernel[1] },
-    { "D_SH", c->strides[0] }, { "D_SW", c->strides[1] }, { "D_DH", c->dilations[0] }, { "D_DW", c->dilations[1] },
-    { "D_PT", c->pads[0] }, { "D_PL", c->pads[1] }, { "D_TX", t.tx }, { "D_TY", t.ty }, { "D_TZ", t.tz },
-    { "D_WX", t.wx }, { "D_WY", t.wy }, { "D_NX", nx }, { "D_NZ", nz }, { "D_THREADS", t.threads },
-    { "D_PPT", t.ppt }, { "D_XN", xs[0] }, { "D_XC", xs[1] }, { "D_XH", xs[2] }, { "D_XW", xs[3] },
-    { "D_YN", ys[0] }, { "D_YC", ys[1] }, { "D_YH", ys[2] }, { "D_YW", ys[3] },
-  };
-  for (size_t i = 0; i < G_N_ELEMENTS (defs); i++)
-    g_string_append_printf (out, "#define %s %" G_GINT64_FORMAT "LL\n", defs[i].name, defs[i].v);
-  g_string_append (out, cuda_body);
-  undef_all (out, start);
-
-  grid[0] = (unsigned) (nx * ny);
-  grid[1] = (unsigned) MIN (c->group * nz, 65535);
-  grid[2] = (unsigned) MIN (c->batch, 65535);
-  block[0] = (unsigned) t.threads;
-  block[1] = block[2] = 1;
+  pl_cd_undef_all (out, start);
 }
 
 guint32
