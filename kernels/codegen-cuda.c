@@ -17,7 +17,7 @@
  *  after a grid-wide barrier (a cooperative launch of one wave: emit_rows).
  *  - CONV: a direct convolution kernel (one output element per thread, in
  *    the memory order of Y's layout, X read in its layout), or with impl
- *    DIRECT the tiled kernel of conv-direct.c; a ConvTranspose is a cuBLAS
+ *    DIRECT the tiled kernel of conv-direct-cuda.c; a ConvTranspose is a cuBLAS
  *    GEMM (the runtime's) and the col2im kernel of conv-transpose.c.
  *  - POOL: pool.c's kernel, a thread per output, in the parameters of a loop
  *    kernel (launch[0]); SCAN: scan.c's, a thread per line, the same way;
@@ -730,7 +730,7 @@ emit_conv (Emit *e, int n_sms, PlCudaLaunch *l)
   l->grid = pl_codegen_cuda_grid (total, 256, n_sms, 32);
 }
 
-/* The tiled direct convolution of conv-direct.c, its launch in 3-d. */
+/* The tiled direct convolution of conv-direct-cuda.c, its launch in 3-d. */
 static void
 emit_conv_direct (Emit *e, PlCudaLaunch *l)
 {

@@ -3,7 +3,7 @@
  * terms S and R, the tile that solves xy = R z and xyz = S, and the rule as
  * this CPU applies it (its L2, its cache line, OpenMP's team; whole rows
  * for NHWC depthwise convs). The tuner (tune.c) prunes its space with the
- * same terms; the kernels themselves are in conv-direct.c.
+ * same terms; the kernels themselves are in conv-direct*.c.
  */
 #define G_LOG_DOMAIN "passlab"
 #include "conv-direct.h"
