@@ -54,11 +54,12 @@ with open(sys.argv[1]) as log:
         elif result not in ("OK", "SKIP", "EXPECTEDFAIL") and f == 0:
             f = 1  # it crashed or timed out after its last reported case
         if f:
-            failures.append(f"{test['name']} ({result})")
-            failures.extend(failed_cases(out))
+            failures.append((f"{test['name']} ({result})", failed_cases(out)))
         passed, failed, skipped = passed + p, failed + f, skipped + s
 
-for line in failures:
-    print(line if line.startswith(" ") else f"FAILED: {line}")
+for name, cases in failures:
+    print(f"FAILED: {name}")
+    for line in cases:
+        print(line)
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 sys.exit(1 if failed else 0)
