@@ -196,14 +196,18 @@ static const char vector_io[] =
   "  memcpy (p, &v, sizeof v);\n"
   "}\n\n";
 
-/* Staging cu channels' input windows in the thread's buffer (each D_WSZ
- * after the last; in NHWC a point's channels are read side by side, as
- * they share a cache line), zero outside the image, split by stride phase
- * so that a row of outputs reads a contiguous row of it:
- * win[s][iy][m][0..D_NA) = x(ih0 + iy, iw0 + m*SW + s)
- * for the phases and rows some tap reads (a 1x1 stride-2 conv reads a
- * quarter of its window; the rest is left unwritten),
- * D_NX elements of x (CHWN: the images) padded with zeros to D_NA.
+/* Staging cu channels' input windows in the thread's buffer, zero outside
+ * the image, split by stride phase so that a row of outputs reads a
+ * contiguous row of it, for the phases and rows some tap reads (a 1x1
+ * stride-2 conv reads a quarter of its window; the rest is left
+ * unwritten). NCHW and CHWN stage a window per channel, each D_WSZ after
+ * the last: win[u][s][iy][m][0..D_NA) = x(u, ih0 + iy, iw0 + m*SW + s),
+ * D_NX elements of x (CHWN: the images) padded with zeros to D_NA. NHWC
+ * keeps a point's channels side by side as x has them, so that a point is
+ * one copy: win[s][iy][m][0..D_CU) — staged a channel at a time, an
+ * element a copy, it took as long as the multiply-adds of a conv with
+ * groups of 16 channels. D_WPS: from one point of the window to the next;
+ * D_WUS: from one channel to the next.
  * An output (oy, ox) and a tap (kh, kw) read phase (kw*DW) % SW, row
  * oy*SH + kh*DH, column ox + (kw*DW) / SW. D_XOFF: where (ih, iw) of the
  * channel is in x. */
@@ -212,7 +216,7 @@ static const char stage[] =
   "D_FN (stage) (D_T *restrict win, const D_T *restrict xc, int64_t ih0, int64_t iw0, int64_t wy, int64_t wm,\n"
   "              const int cu)\n"
   "{\n"
-  "  const int64_t wsz = D_WSZ;\n"
+  "  const int64_t wsz = D_WSZ, nw = D_WUS == 1 ? 1 : cu;   /* windows to zero */\n"
   "  for (int64_t s = 0; s < D_SW; s++)\n"
   "    for (int64_t iy = 0; iy < wy; iy++)\n"
   "      {\n"
@@ -227,12 +231,12 @@ static const char stage[] =
   "          read |= iy >= kh * D_DH && (iy - kh * D_DH) % D_SH == 0;\n"
   "        if (!read)\n"
   "          continue;\n"
-  "        D_T *wr = win + (s * wy + iy) * wm * D_NA;\n"
+  "        D_T *wr = win + (s * wy + iy) * wm * D_WPS;\n"
   "        const int64_t ih = ih0 + iy;\n"
   "        if (ih < 0 || ih >= D_H)\n"
   "          {\n"
-  "            for (int u = 0; u < cu; u++)\n"
-  "              memset (wr + u * wsz, 0, sizeof (D_T) * wm * D_NA);\n"
+  "            for (int u = 0; u < nw; u++)\n"
+  "              memset (wr + u * wsz, 0, sizeof (D_T) * wm * D_WPS);\n"
   "            continue;\n"
   "          }\n"
   "        /* columns lo .. hi read the image, those around them the padding */\n"
@@ -241,18 +245,22 @@ static const char stage[] =
   "        int64_t hi = first >= D_W ? 0 : (D_W - first + D_SW - 1) / D_SW;\n"
   "        hi = hi < wm ? hi : wm;\n"
   "        lo = lo < hi ? lo : hi;\n"
-  "        for (int u = 0; u < cu; u++)\n"
+  "        for (int u = 0; u < nw; u++)\n"
   "          {\n"
-  "            memset (wr + u * wsz, 0, sizeof (D_T) * lo * D_NA);\n"
-  "            memset (wr + u * wsz + hi * D_NA, 0, sizeof (D_T) * (wm - hi) * D_NA);\n"
+  "            memset (wr + u * wsz, 0, sizeof (D_T) * lo * D_WPS);\n"
+  "            memset (wr + u * wsz + hi * D_WPS, 0, sizeof (D_T) * (wm - hi) * D_WPS);\n"
   "          }\n"
-  "        if (D_SW == 1 && D_NA == D_NX && D_XOFF (0, 1) - D_XOFF (0, 0) == D_NX)\n"
+  "        if (D_WUS == 1)\n"
+  "          /* NHWC: a point's channels, one copy (of a constant size but in the last pass) */\n"
+  "          for (int64_t m = lo; m < hi; m++)\n"
+  "            memcpy (wr + m * D_WPS, xc + D_XOFF (ih, first + m * D_SW), sizeof (D_T) * (cu == D_CU ? D_CU : cu));\n"
+  "        else if (D_SW == 1 && D_NA == D_NX && D_XOFF (0, 1) - D_XOFF (0, 0) == D_NX)\n"
   "          /* the row is contiguous in x (NCHW, and CHWN's images): one copy a channel */\n"
   "          for (int u = 0; u < cu; u++)\n"
   "            memcpy (wr + u * wsz + lo * D_NA, xc + u * D_XCH + D_XOFF (ih, first + lo),\n"
   "                    sizeof (D_T) * (hi - lo) * D_NX);\n"
   "        else\n"
-  "          /* a point's channels side by side (NHWC): read together */\n"
+  "          /* a point's images (CHWN with a stride, or padded to whole vectors) */\n"
   "          for (int64_t m = lo; m < hi; m++)\n"
   "            for (int u = 0; u < cu; u++)\n"
   "              {\n"
@@ -264,7 +272,7 @@ static const char stage[] =
   "}\n\n"
   "/* the window element of output row oy, column ox, tap (kh, kw) */\n"
   "#define D_WAT(oy, ox, kh, kw) \\\n"
-  "  (((((kw) * D_DW) % D_SW * wy + (oy) * D_SH + (kh) * D_DH) * wm + (ox) + (kw) * D_DW / D_SW) * D_NA)\n\n";
+  "  (((((kw) * D_DW) % D_SW * wy + (oy) * D_SH + (kh) * D_DH) * wm + (ox) + (kw) * D_DW / D_SW) * D_WPS)\n\n";
 
 /* The taps of a block: cu staged channels (u), kh, kw; xr the window at
  * the block's first point, wv the weights of the block's first channel. */
@@ -273,7 +281,7 @@ static const char stage[] =
   "  for (int kh = 0; kh < D_KH; kh++)\n" \
   "    for (int kw = 0; kw < D_KW; kw++)\n" \
   "      {\n" \
-  "        const D_T *xr = win + u * D_WSZ + D_WAT (oy, ox, kh, kw);\n" \
+  "        const D_T *xr = win + u * D_WUS + D_WAT (oy, ox, kh, kw);\n" \
   "        const D_T *wv = wc + ((u * D_KH + kh) * D_KW + kw) * D_KG;\n"
 
 /* NCHW: acc [tz][ty][txp] (rows padded to whole vectors); a block is pk
@@ -353,7 +361,7 @@ static const char nhwc[] =
   "          wvec[j] = D_FN (vld) (wv + j * D_VL);\n"
   "        for (int p = 0; p < pb; p++)\n"
   "          for (int j = 0; j < nv; j++)\n"
-  "            r[p][j] += xr[p] * wvec[j];\n"
+  "            r[p][j] += xr[p * D_WPS] * wvec[j];\n"
   "      }\n"
   "  for (int p = 0; p < pb; p++)\n"
   "    for (int j = 0; j < nv; j++)\n"
@@ -393,7 +401,7 @@ static const char nhwc[] =
   "  for (int64_t oy = 0; oy < tyy; oy++)\n"
   "    for (int64_t ox = 0; ox < txx; ox++)\n"
   "      memcpy (y + ((n * D_OH + oy0 + oy) * D_OW + ox0 + ox) * D_K + g * D_KG + k0, acc + (oy * txx + ox) * tzp,\n"
-  "              sizeof (D_T) * tzz);\n"
+  "              sizeof (D_T) * (tzz == D_KG ? D_KG : tzz));   /* a constant size: not a call a point */\n"
   "}\n\n";
 
 /* CHWN: acc [tz][ty][tx][D_NA] (images padded to whole vectors); a block is
@@ -543,8 +551,13 @@ choose_blocks (const PlConvDesc *c)
    * 3x3, 1 for 7x7): ResNet-18 in NHWC 16.5 -> 14.9 ms, 64 no better. Each
    * channel's window is still read from memory once per tile; only the
    * staged part of the working set grows (pl_conv_direct_working_set). */
+  /* NHWC stages a point's channels in one copy (stage), so it takes twice
+   * as many a pass, ceil (64 / taps): 8 for 3x3 (alternating builds: ResNeXt's
+   * 8x1024x7x7 groups of 32 0.96 -> 0.91 ms, 8x64x56x56 5.7 -> 5.5 ms), 2
+   * for 7x7 (ResNet's stem 0.94 -> 0.89 ms). */
   const int64_t taps = c->kernel[0] * c->kernel[1];
-  b.cu = MIN (cg (c), (32 + taps - 1) / taps);
+  const int64_t per_pass = c->x_layout == PL_LAYOUT_NHWC ? 64 : 32;
+  b.cu = MIN (cg (c), (per_pass + taps - 1) / taps);
   b.vl = vector_length (n, vmax);
   b.nv = (n + b.vl - 1) / b.vl >= 2 ? 2 : 1;
   if (grouped)
@@ -702,6 +715,11 @@ pl_conv_direct_emit_c (GString *out, const PlConvDesc *c, const char *name)
                    "      { \\\n"
                    "        D_CHANNELS (1) \\\n"
                    "      }\n");
+  const bool nhwc_ = c->x_layout == PL_LAYOUT_NHWC;
+  g_string_append_printf (out,
+                          "/* from one point of the staged window to the next, from one channel to the next (stage) */\n"
+                          "#define D_WPS %s\n#define D_WUS %s\n",
+                          nhwc_ ? "D_CU" : "D_NA", nhwc_ ? "1" : "D_WSZ");
   static const char *const acc[] = {
     [PL_LAYOUT_NCHW] = "((size_t) (tz) * (ty) * D_RUP (tx, D_VL))",
     [PL_LAYOUT_NHWC] = "((size_t) (ty) * (tx) * D_RUP (tz, D_VL))",

@@ -484,14 +484,17 @@ test_pebble (void)
           g_assert_cmpint (tiles, >=, MIN (np, most) / 2);
         }
 
-  /* Cache lines: the NHWC kernel stages 4 channels of a point (a 3x3
-   * kernel's pass) from a line of 16 f32, so R drops by 16 / 4 and the
-   * tile takes more channels; NCHW and CHWN stage whole rows, and the NHWC
-   * pointwise kernel reads whole rows of channels in place */
+  /* Cache lines: the NHWC kernel stages 8 channels of a point (a 3x3
+   * kernel's pass) from a line of 16 f32, so R drops by 16 / 8 and the
+   * tile takes more channels; NCHW and CHWN stage whole rows (4 channels a
+   * pass), and the NHWC pointwise kernel reads whole rows of channels in
+   * place */
   c = case_desc (&big, PL_LAYOUT_NHWC);
-  g_assert_cmpint (pl_conv_direct_channels_per_pass (&c), ==, 4);
+  g_assert_cmpint (pl_conv_direct_channels_per_pass (&c), ==, 8);
   pl_conv_pebble_terms (&c, 1 << 20, 1, 16, &S, &R);
-  g_assert_cmpfloat (R, ==, 9.0 / 4);
+  g_assert_cmpfloat (R, ==, 9.0 / 2);
+  PlConvDesc nchw = case_desc (&big, PL_LAYOUT_NCHW);
+  g_assert_cmpint (pl_conv_direct_channels_per_pass (&nchw), ==, 4);
   PlConvDesc pw = case_desc (&cases[12], PL_LAYOUT_NHWC);   /* 1x1-s2 */
   g_assert_true (pl_conv_direct_nhwc_pointwise (&pw));
   pl_conv_pebble_terms (&pw, 1 << 20, 1, 16, &S, &R);
