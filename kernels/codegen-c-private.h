@@ -1,6 +1,7 @@
 /* codegen-c-private.h — what the C code generator's files share:
  * codegen-c.c (preludes, pointwise loops, transposes, im2col, the
- * dispatch) and codegen-c-rows.c (row kernels: loops with reductions).
+ * dispatch), codegen-c-rows.c (row kernels: loops with reductions) and
+ * codegen-c-peel.c (edge peeling of a pointwise loop).
  * The emitter, its line helpers, and the row kernels' entry.
  * Internal to kernels/. */
 #pragma once
@@ -50,5 +51,22 @@ emit_store (Emit *e, const PlStore *st)
 
 /* codegen-c-rows.c: the body of a LOOP plan with reductions */
 void pl_cgc_emit_rows (Emit *e);
+
+/* codegen-c-peel.c: edge peeling of a pointwise loop's innermost dim. mid:
+ * the plan over the interior [lo, hi) of that dim, renumbered from 0, its
+ * index functions rebuilt for that range; q > 1: the interior taken q
+ * elements an iteration, phase[r] the plan for element q j + r. */
+#define MAX_PHASES 4
+typedef struct {
+  PlLoopPlan *mid;
+  int64_t     lo, hi;
+  int         q;
+  PlLoopPlan *phase[MAX_PHASES];
+} PlCgcPeel;
+
+/* Fills peel when peeling takes the clamps and mirrors off lp's innermost
+ * coordinate; else false (peel empty). */
+bool pl_cgc_peel_inner (const PlLoopPlan *lp, PlCgcPeel *peel);
+void pl_cgc_peel_clear (PlCgcPeel *peel);
 
 G_END_DECLS

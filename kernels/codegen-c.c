@@ -5,7 +5,9 @@
  *
  *  - pointwise: the loop dims after coalescing are an OpenMP-parallel loop
  *    over the outer dims (coordinates recovered once per inner loop) around
- *    an `omp simd` loop over the innermost dim;
+ *    an `omp simd` loop over the innermost dim, split at its edges where
+ *    clamps or mirrors on it would make its loads gathers
+ *    (codegen-c-peel.c);
  *  - rows (codegen-c-rows.c): an OpenMP-parallel loop over the rows; per row, one simd loop
  *    per pass over the reduced dims (reductions through `omp simd
  *    reduction`, which lets the compiler reorder float sums), row values
@@ -223,6 +225,42 @@ emit_pointwise_body (Emit *e)
     emit_store (e, &g_array_index (e->lp->stores, PlStore, s));
 }
 
+/* for c<k> in [from, to): the body */
+static void
+emit_inner_loop (Emit *e, const char *pragma, int k, int64_t from, int64_t to)
+{
+  line (e, "%s", pragma);
+  line (e, "for (int64_t c%d = %" G_GINT64_FORMAT "; c%d < %" G_GINT64_FORMAT "; c%d++)", k, from, k, to, k);
+  line (e, "{");
+  e->indent++;
+  emit_pointwise_body (e);
+  e->indent--;
+  line (e, "}");
+}
+
+/* The peeled interior q elements an iteration: a block per phase */
+static void
+emit_phases (Emit *e, const PlCgcPeel *peel, int k)
+{
+  const PlLoopPlan *lp = e->lp;
+  line (e, "#pragma omp simd");
+  line (e, "for (int64_t c%d = 0; c%d < %" G_GINT64_FORMAT "; c%d++)", k, k, (peel->hi - peel->lo) / peel->q, k);
+  line (e, "{");
+  e->indent++;
+  for (int r = 0; r < peel->q; r++)
+    {
+      line (e, "{");
+      e->indent++;
+      e->lp = peel->phase[r];
+      emit_pointwise_body (e);
+      e->indent--;
+      line (e, "}");
+    }
+  e->lp = lp;
+  e->indent--;
+  line (e, "}");
+}
+
 static void
 emit_pointwise (Emit *e)
 {
@@ -249,13 +287,27 @@ emit_pointwise (Emit *e)
       e->indent++;
       pl_codegen_coords (e->o, e->indent, e->lp, "o", 0, r - 1);
     }
-  line (e, par && inner_par ? "#pragma omp parallel for simd schedule(static)" : "#pragma omp simd");
-  line (e, "for (int64_t c%d = 0; c%d < %" G_GINT64_FORMAT "; c%d++)", r - 1, r - 1, inner, r - 1);
-  line (e, "{");
-  e->indent++;
-  emit_pointwise_body (e);
-  e->indent--;
-  line (e, "}");
+  PlCgcPeel peel;
+  if (!(par && inner_par) && pl_cgc_peel_inner (lp, &peel))
+    {
+      /* the edges with the plan as it is, the interior with its clamps gone */
+      if (peel.lo > 0)
+        emit_inner_loop (e, "#pragma omp simd", r - 1, 0, peel.lo);
+      if (peel.q > 1)
+        emit_phases (e, &peel, r - 1);
+      else
+        {
+          e->lp = peel.mid;
+          emit_inner_loop (e, "#pragma omp simd", r - 1, 0, peel.hi - peel.lo);
+          e->lp = lp;
+        }
+      if (peel.hi < inner)
+        emit_inner_loop (e, "#pragma omp simd", r - 1, peel.hi, inner);
+      pl_cgc_peel_clear (&peel);
+    }
+  else
+    emit_inner_loop (e, par && inner_par ? "#pragma omp parallel for simd schedule(static)" : "#pragma omp simd", r - 1,
+                     0, inner);
   if (r > 1)
     {
       e->indent--;

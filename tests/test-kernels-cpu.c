@@ -11,6 +11,7 @@
  * second run compiles nothing. */
 #include "backend.h"
 #include "builtin-passes.h"
+#include "codegen.h"
 #include "fusion.h"
 #include "index-expr.h"
 #include "kernel-plan.h"
@@ -794,6 +795,72 @@ test_resize_linear (void)
   /* the weights come from the coordinates: (2 (o + 1) % 2 + 1) / 4 */
   g_assert_nonnull (strstr (dump, "load.i64 index((2 * ((c1 + 1) % 2) + 1))"));
   g_assert_nonnull (strstr (dump, "const.f32 0.25"));
+}
+
+/* The C source of the kernel of value `name`'s producer in g. */
+static char *
+kernel_source (const PlGraph *g, const char *name)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlKernelPlan) p = pl_kernel_plan_for_node ("k", pl_graph_find_value (g, name)->producer, &error);
+  g_assert_no_error (error);
+  GString *src = g_string_new (NULL);
+  g_assert_true (pl_codegen_c_kernel (src, p));
+  return g_string_free (src, FALSE);
+}
+
+static int
+count_of (const char *text, const char *what)
+{
+  int n = 0;
+  for (const char *p = strstr (text, what); p; p = strstr (p + 1, what))
+    n++;
+  return n;
+}
+
+/* Clamps and mirrors on the innermost dim are peeled off its edges, and an
+ * interior that still divides that dim by 2 or 3 takes its phases side by
+ * side (codegen-c-peel.c): linear Resize up by 2 and 3 in the coordinate
+ * modes, down by 2, to a size (align_corners), Pad edge and reflect, each
+ * alone and fused, against the reference; the kernels' interiors load
+ * contiguous elements with no clamp. */
+static void
+test_edge_peeling (void)
+{
+  static const char text[] =
+    "graph pe opset 13 {\n"
+    "  input x: f32[2, 3, 6, 40]\n"
+    "  const s2: f32[4] = [1, 1, 2, 2]\n  const s3: f32[4] = [1, 1, 1, 3]\n  const sd: f32[4] = [1, 1, 1, 0.5]\n"
+    "  const sz: i64[4] = [2, 3, 6, 67]\n  const pads: i64[8] = [0, 0, 0, 3, 0, 0, 0, 5]\n"
+    "  e = Exp(x)\n  u = Resize(e, _, s2) {mode=\"linear\"}\n  y = Relu(u)\n"
+    "  a = Resize(x, _, _, sz) {mode=\"linear\", coordinate_transformation_mode=\"align_corners\"}\n"
+    "  b = Resize(x, _, s3) {mode=\"linear\", coordinate_transformation_mode=\"pytorch_half_pixel\"}\n"
+    "  c = Resize(x, _, sd) {mode=\"linear\", coordinate_transformation_mode=\"asymmetric\"}\n"
+    "  h = Resize(x, _, s3) {mode=\"linear\", coordinate_transformation_mode=\"half_pixel\"}\n"
+    "  p = Pad(x, pads) {mode=\"edge\"}\n  q = Pad(x, pads) {mode=\"reflect\"}\n"
+    "  output y, a, b, c, h, p, q\n}\n";
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (text, 41, 0, &rf);
+  g_autoptr (PlGraph) g = pl_test_parse (text);
+
+  /* 2x: the first output column, 39 iterations of two phases, the last */
+  g_autofree char *u = kernel_source (g, "u");
+  g_assert_cmpint (count_of (u, "#pragma omp simd"), ==, 3);
+  g_assert_nonnull (strstr (u, "for (int64_t c2 = 0; c2 < 39; c2++)"));
+  g_assert_nonnull (strstr (u, "240 * c0 + c2 + 1)]"));
+  g_assert_nonnull (strstr (u, "out0[(960 * c0 + 80 * c1 + 2 * c2 + 2)]"));
+  /* 3x: three phases */
+  g_autofree char *h = kernel_source (g, "h");
+  g_assert_cmpint (count_of (h, "in0[(40 * c0 + c1 + 1)]"), ==, 3);
+  /* Pad: the copy of the middle is a plain one, edges apart */
+  g_autofree char *p = kernel_source (g, "p");
+  g_assert_nonnull (strstr (p, "in0[(40 * c0 + c1)]"));
+  g_assert_nonnull (strstr (p, "for (int64_t c1 = 43; c1 < 48; c1++)"));
+  g_autofree char *q = kernel_source (g, "q");
+  g_assert_nonnull (strstr (q, "in0[(40 * c0 + c1)]"));
+  /* fused with Exp and Relu, still peeled */
+  g_autofree char *fy = kernel_source (f, "y");
+  g_assert_cmpint (count_of (fy, "#pragma omp simd"), ==, 3);
 }
 
 /* Gather is generated: a load whose offset adds the index (negative ones
@@ -1628,6 +1695,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/index-reflect", test_index_reflect);
   g_test_add_func ("/Passlab/KernelsCpu/resize-nearest", test_resize_nearest);
   g_test_add_func ("/Passlab/KernelsCpu/resize-linear", test_resize_linear);
+  g_test_add_func ("/Passlab/KernelsCpu/edge-peeling", test_edge_peeling);
   g_test_add_func ("/Passlab/KernelsCpu/gather", test_gather);
   g_test_add_func ("/Passlab/KernelsCpu/cache", test_cache);
   g_test_add_func ("/Passlab/KernelsCpu/memory-and-trace", test_memory_and_trace);
