@@ -17,7 +17,8 @@
  * over the interior.
  *
  * Phases: an interior still dividing the coordinate by q (2 to MAX_PHASES;
- * an upsampling's c' / 2 and c' % 2) still gathers, each element from its
+ * an upsampling's c' / 2 and c' % 2), or a row with no edges that does (a
+ * nearest upsampling, DepthToSpace), still gathers, each element from its
  * own address. Its loop then takes q elements an iteration, c' = q j + r,
  * one copy of the body per phase r with the index functions rebuilt for
  * it: (q j + r) / q is j and (q j + r) % q is r, so each copy loads
@@ -168,9 +169,22 @@ pl_cgc_peel_inner (const PlLoopPlan *lp, PlCgcPeel *peel)
 {
   memset (peel, 0, sizeof *peel);
   const int k = lp->rank - 1;
-  if (k < 0 || pl_idx_arena_n_coords (lp->arena) != lp->rank || !scan_plan (lp, k).edge)
+  if (k < 0 || pl_idx_arena_n_coords (lp->arena) != lp->rank)
     return false;
+  const OnCoord on = scan_plan (lp, k);
   const int64_t n = lp->dims[k];
+  if (!on.edge)
+    {
+      /* no edges: phases alone, where the dim is divided (a nearest upsampling) */
+      if (on.divisor < 2 || on.divisor > MAX_PHASES)
+        return false;
+      peel->mid = substituted (lp, k, 1, 0, n);
+      peel->hi = n;
+      split_phases (lp, k, peel);
+      if (peel->q < 2)
+        pl_cgc_peel_clear (peel);
+      return peel->q > 1;
+    }
   for (int64_t cut = 1; cut <= 2 * MAX_PEEL; cut++)
     for (int64_t lo = MAX (0, cut - MAX_PEEL); lo <= MIN (cut, MAX_PEEL); lo++)
       {

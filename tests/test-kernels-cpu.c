@@ -819,17 +819,18 @@ count_of (const char *text, const char *what)
 }
 
 /* Clamps and mirrors on the innermost dim are peeled off its edges, and an
- * interior that still divides that dim by 2 or 3 takes its phases side by
- * side (codegen-c-peel.c): linear Resize up by 2 and 3 in the coordinate
- * modes, down by 2, to a size (align_corners), Pad edge and reflect, each
- * alone and fused, against the reference; the kernels' interiors load
- * contiguous elements with no clamp. */
+ * interior (or a whole row) that still divides that dim by 2 or 3 takes its
+ * phases side by side (codegen-c-peel.c): linear Resize up by 2 and 3 in
+ * the coordinate modes, down by 2, to a size (align_corners), Pad edge and
+ * reflect, nearest Resize, DepthToSpace, each alone and fused, against the
+ * reference; the kernels' interiors load contiguous elements with no
+ * clamp. */
 static void
 test_edge_peeling (void)
 {
   static const char text[] =
     "graph pe opset 13 {\n"
-    "  input x: f32[2, 3, 6, 40]\n"
+    "  input x: f32[2, 3, 6, 40]\n  input z: f32[1, 8, 5, 20]\n"
     "  const s2: f32[4] = [1, 1, 2, 2]\n  const s3: f32[4] = [1, 1, 1, 3]\n  const sd: f32[4] = [1, 1, 1, 0.5]\n"
     "  const sz: i64[4] = [2, 3, 6, 67]\n  const pads: i64[8] = [0, 0, 0, 3, 0, 0, 0, 5]\n"
     "  e = Exp(x)\n  u = Resize(e, _, s2) {mode=\"linear\"}\n  y = Relu(u)\n"
@@ -838,7 +839,8 @@ test_edge_peeling (void)
     "  c = Resize(x, _, sd) {mode=\"linear\", coordinate_transformation_mode=\"asymmetric\"}\n"
     "  h = Resize(x, _, s3) {mode=\"linear\", coordinate_transformation_mode=\"half_pixel\"}\n"
     "  p = Pad(x, pads) {mode=\"edge\"}\n  q = Pad(x, pads) {mode=\"reflect\"}\n"
-    "  output y, a, b, c, h, p, q\n}\n";
+    "  nn = Resize(x, _, s2) {mode=\"nearest\"}\n  ds = DepthToSpace(z) {blocksize=2}\n"
+    "  output y, a, b, c, h, p, q, nn, ds\n}\n";
   g_autoptr (PlRunReport) rf = NULL;
   g_autoptr (PlGraph) f = check_unfused_and_fused (text, 41, 0, &rf);
   g_autoptr (PlGraph) g = pl_test_parse (text);
@@ -858,6 +860,12 @@ test_edge_peeling (void)
   g_assert_nonnull (strstr (p, "for (int64_t c1 = 43; c1 < 48; c1++)"));
   g_autofree char *q = kernel_source (g, "q");
   g_assert_nonnull (strstr (q, "in0[(40 * c0 + c1)]"));
+  /* no edges, but the row divided by 2: the phases alone */
+  g_autofree char *nn = kernel_source (g, "nn");
+  g_assert_nonnull (strstr (nn, "for (int64_t c2 = 0; c2 < 40; c2++)"));
+  g_assert_nonnull (strstr (nn, "out0[(960 * c0 + 80 * c1 + 2 * c2 + 1)]"));
+  g_autofree char *ds = kernel_source (g, "ds");
+  g_assert_nonnull (strstr (ds, "100 * c0 + c2 + 200)]"));
   /* fused with Exp and Relu, still peeled */
   g_autofree char *fy = kernel_source (f, "y");
   g_assert_cmpint (count_of (fy, "#pragma omp simd"), ==, 3);
