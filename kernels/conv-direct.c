@@ -404,9 +404,12 @@ static const char nhwc[] =
   "              sizeof (D_T) * (tzz == D_KG ? D_KG : tzz));   /* a constant size: not a call a point */\n"
   "}\n\n";
 
-/* CHWN: acc [tz][ty][tx][D_NA] (images padded to whole vectors); a block is
+/* CHWN: acc [tz][ty][txp][D_NA] (images padded to whole vectors); a block is
  * pk output channels x px points x nv vectors of images (a weight broadcast
- * times an input's images). */
+ * times an input's images). With D_PG > 1 (a batch that divides the vector)
+ * a vector is the images of D_PG adjacent points, D_NA the batch itself, a
+ * block px such vectors, and the tile's rows padded to whole vectors (txp;
+ * the padding points read the window's zeros and are never stored). */
 static const char chwn[] =
   "static inline __attribute__ ((always_inline)) D_ATTR void\n"
   "D_FN (vblock) (D_T *restrict a, int64_t lda, const D_T *restrict win, int64_t wy, int64_t wm, int64_t oy,\n"
@@ -416,13 +419,13 @@ static const char chwn[] =
   "  for (int k = 0; k < pk; k++)\n"
   "    for (int p = 0; p < px; p++)\n"
   "      for (int j = 0; j < nv; j++)\n"
-  "        r[k][p][j] = D_FN (vld) (a + k * lda + p * D_NA + j * D_VL);\n"
+  "        r[k][p][j] = D_FN (vld) (a + k * lda + p * D_PG * D_NA + j * D_VL);\n"
   TAP_LOOP
   "        for (int p = 0; p < px; p++)\n"
   "          {\n"
   "            D_V xv[D_NV];\n"
   "            for (int j = 0; j < nv; j++)\n"
-  "              xv[j] = D_FN (vld) (xr + p * D_NA + j * D_VL);\n"
+  "              xv[j] = D_FN (vld) (xr + p * D_PG * D_NA + j * D_VL);\n"
   "            for (int k = 0; k < pk; k++)\n"
   "              for (int j = 0; j < nv; j++)\n"
   "                r[k][p][j] += wv[k] * xv[j];\n"
@@ -431,7 +434,7 @@ static const char chwn[] =
   "  for (int k = 0; k < pk; k++)\n"
   "    for (int p = 0; p < px; p++)\n"
   "      for (int j = 0; j < nv; j++)\n"
-  "        D_FN (vst) (a + k * lda + p * D_NA + j * D_VL, r[k][p][j]);\n"
+  "        D_FN (vst) (a + k * lda + p * D_PG * D_NA + j * D_VL, r[k][p][j]);\n"
   "}\n\n"
   "/* pk channels x px points from ox of row oy, every image */\n"
   "static inline __attribute__ ((always_inline)) D_ATTR void\n"
@@ -449,9 +452,9 @@ static const char chwn[] =
   "            int64_t txx, const D_T *restrict wc, const int pk, const int cu)\n"
   "{\n"
   "  int64_t ox = 0;\n"
-  "  for (; ox + D_PX <= txx; ox += D_PX)\n"
+  "  for (; ox + D_PX * D_PG <= txx; ox += D_PX * D_PG)\n"
   "    D_FN (points) (a + ox * D_NA, lda, win, wy, wm, oy, ox, wc, pk, D_PX, cu);\n"
-  "  for (; ox < txx; ox++)\n"
+  "  for (; ox < txx; ox += D_PG)\n"
   "    D_FN (points) (a + ox * D_NA, lda, win, wy, wm, oy, ox, wc, pk, 1, cu);\n"
   "}\n\n"
   "static D_ATTR void\n"
@@ -459,7 +462,7 @@ static const char chwn[] =
   "             int64_t g, int64_t k0, int64_t oy0, int64_t ox0, int64_t tzz, int64_t tyy, int64_t txx)\n"
   "{\n"
   "  (void) n;\n"
-  "  const int64_t lda = tyy * txx * D_NA, wy = D_WY (tyy), wm = D_WM (txx);\n"
+  "  const int64_t txp = D_RUP (txx, D_PG), lda = tyy * txp * D_NA, wy = D_WY (tyy), wm = D_WM (txx);\n"
   "  D_T *restrict acc = buf, *restrict win = buf + D_RUP (D_ACC (txx, tyy, tzz), 16);\n"
   "  memset (acc, 0, sizeof (D_T) * tzz * lda);\n"
   "#define D_CHANNELS(cu) \\\n"
@@ -469,16 +472,20 @@ static const char chwn[] =
   "  int64_t kz = 0; \\\n"
   "  for (; kz + D_P <= tzz; kz += D_P) \\\n"
   "    for (int64_t oy = 0; oy < tyy; oy++) \\\n"
-  "      D_FN (row) (acc + (kz * tyy + oy) * txx * D_NA, lda, win, wy, wm, oy, txx, wc + kz, D_P, cu); \\\n"
+  "      D_FN (row) (acc + (kz * tyy + oy) * txp * D_NA, lda, win, wy, wm, oy, txx, wc + kz, D_P, cu); \\\n"
   "  for (; kz < tzz; kz++) \\\n"
   "    for (int64_t oy = 0; oy < tyy; oy++) \\\n"
-  "      D_FN (row) (acc + (kz * tyy + oy) * txx * D_NA, lda, win, wy, wm, oy, txx, wc + kz, 1, cu);\n"
+  "      D_FN (row) (acc + (kz * tyy + oy) * txp * D_NA, lda, win, wy, wm, oy, txx, wc + kz, 1, cu);\n"
   "  D_CHANNEL_LOOP\n"
   "  for (int64_t k = 0; k < tzz; k++)\n"
   "    for (int64_t oy = 0; oy < tyy; oy++)\n"
-  "      for (int64_t ox = 0; ox < txx; ox++)\n"
-  "        memcpy (y + (((g * D_KG + k0 + k) * D_OH + oy0 + oy) * D_OW + ox0 + ox) * D_N,\n"
-  "                acc + ((k * tyy + oy) * txx + ox) * D_NA, sizeof (D_T) * D_N);\n"
+  "      if (D_NA == D_N)   /* unpadded images: a row of points is one copy */\n"
+  "        memcpy (y + (((g * D_KG + k0 + k) * D_OH + oy0 + oy) * D_OW + ox0) * D_N,\n"
+  "                acc + (k * tyy + oy) * txp * D_NA, sizeof (D_T) * D_N * txx);\n"
+  "      else\n"
+  "        for (int64_t ox = 0; ox < txx; ox++)\n"
+  "          memcpy (y + (((g * D_KG + k0 + k) * D_OH + oy0 + oy) * D_OW + ox0 + ox) * D_N,\n"
+  "                  acc + ((k * tyy + oy) * txp + ox) * D_NA, sizeof (D_T) * D_N);\n"
   "}\n\n";
 
 /* The vector width in bytes the compiler will use with -march=native here
@@ -511,6 +518,7 @@ divisor_in (int64_t n, int64_t lo, int64_t hi, int64_t fallback)
 typedef struct {
   int64_t vl, nv, p, p2;
   int64_t cu;    /* input channels a block takes at once */
+  int64_t pg;    /* CHWN: points a vector holds (batch below the vector) */
 } Blocks;
 
 /* The vector length for a contiguous dim of n elements, padded to whole
@@ -543,7 +551,7 @@ choose_blocks (const PlConvDesc *c)
   const int64_t n = pl_conv_direct_nhwc_depthwise (c)                  ? c->group
                     : grouped                                          ? c->c_out
                     : c->x_layout == PL_LAYOUT_NHWC ? KG : c->x_layout == PL_LAYOUT_CHWN ? c->batch : OW;
-  Blocks b = { 1, 1, 1, 1, 1 };
+  Blocks b = { 1, 1, 1, 1, 1, 1 };
   /* A block loads and stores its accumulators once per pass, and a pass
    * does cu x taps multiply-adds on each: with one channel a pass (alpha =
    * 1), a 3x3 kernel's 9 were too few — the 14x14 and 7x7 convs of ResNet-18
@@ -577,9 +585,19 @@ choose_blocks (const PlConvDesc *c)
       /* the pointwise kernel's blocks run on across the rows of a tile */
       b.p = pl_conv_direct_nhwc_pointwise (c) ? pmax : divisor_in (OW, pmax / 2, pmax, pmax / 2);
       break;
-    case PL_LAYOUT_CHWN:   /* rows: channels x points */
+    case PL_LAYOUT_CHWN:   /* rows: channels x points (x vectors of points) */
+      if (c->batch < vmax && vmax % c->batch == 0)
+        {
+          /* a batch that divides the vector: a vector holds the images of
+           * vmax / N adjacent points, contiguous in x and in the staged
+           * window, where padding each point's images to a whole vector
+           * left the rest of its lanes idle (batch 8: half of them) */
+          b.vl = vmax;
+          b.nv = 1;
+          b.pg = vmax / c->batch;
+        }
       b.p = MIN (KG, 4);
-      b.p2 = MAX (1, MIN (OW, budget / b.nv / b.p));
+      b.p2 = MAX (1, MIN ((OW + b.pg - 1) / b.pg, budget / b.nv / b.p));
       break;
     default:               /* NCHW, rows: channels */
       pmax = MIN (16, budget / b.nv);
@@ -608,12 +626,12 @@ pl_conv_direct_working_set (const PlConvDesc *c, const int64_t tile[3])
 {
   const Blocks b = choose_blocks (c);
   const int64_t tx = CLAMP (tile[0], 1, c->out[1]), ty = CLAMP (tile[1], 1, c->out[0]), tz = CLAMP (tile[2], 1, kg (c));
-  const int64_t na = c->x_layout == PL_LAYOUT_CHWN ? rup (c->batch, b.vl) : 1;
+  const int64_t na = c->x_layout != PL_LAYOUT_CHWN ? 1 : b.pg > 1 ? c->batch : rup (c->batch, b.vl);
   int64_t acc;
   switch (c->x_layout)
     {
     case PL_LAYOUT_NHWC: acc = ty * tx * rup (tz, b.vl); break;
-    case PL_LAYOUT_CHWN: acc = tz * ty * tx * na; break;
+    case PL_LAYOUT_CHWN: acc = tz * ty * rup (tx, b.pg) * na; break;
     default:             acc = tz * ty * rup (tx, b.vl); break;
     }
   const int64_t wy = (ty - 1) * c->strides[0] + (c->kernel[0] - 1) * c->dilations[0] + 1;
@@ -670,7 +688,7 @@ pl_conv_direct_emit_c (GString *out, const PlConvDesc *c, const char *name)
     { "D_DH", c->dilations[0] }, { "D_DW", c->dilations[1] }, { "D_PT", c->pads[0] }, { "D_PL", c->pads[1] },
     { "D_VL", b.vl }, { "D_NV", b.nv }, { "D_P", b.p }, { "D_PX", b.p2 }, { "D_CU", b.cu },
     { "D_NT", chwn_ ? 1 : c->batch }, { "D_NX", chwn_ ? c->batch : 1 },
-    { "D_NA", chwn_ ? (c->batch + b.vl - 1) / b.vl * b.vl : 1 },
+    { "D_NA", !chwn_ ? 1 : b.pg > 1 ? c->batch : (c->batch + b.vl - 1) / b.vl * b.vl }, { "D_PG", b.pg },
   };
   for (size_t i = 0; i < G_N_ELEMENTS (defs); i++)
     pl_cd_define (out, defs[i].name, defs[i].v);
@@ -723,7 +741,7 @@ pl_conv_direct_emit_c (GString *out, const PlConvDesc *c, const char *name)
   static const char *const acc[] = {
     [PL_LAYOUT_NCHW] = "((size_t) (tz) * (ty) * D_RUP (tx, D_VL))",
     [PL_LAYOUT_NHWC] = "((size_t) (ty) * (tx) * D_RUP (tz, D_VL))",
-    [PL_LAYOUT_CHWN] = "((size_t) (tz) * (ty) * (tx) * D_NA)",
+    [PL_LAYOUT_CHWN] = "((size_t) (tz) * (ty) * D_RUP (tx, D_PG) * D_NA)",
   };
   g_string_append_printf (out, "#define D_ACC(tx, ty, tz) %s\n\n", acc[c->x_layout]);
   g_string_append (out, vector_io);

@@ -61,6 +61,10 @@ static const Case cases[] = {
   { "groups16x4-5x5-wide", PL_DTYPE_F32, 1, 64, 6, 29, 64, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 16 },
   { "groups4x4-5x5-narrow", PL_DTYPE_F32, 1, 16, 4, 3, 16, 5, 5, 1, 2, 1, 1, 2, 2, 2, 2, 4 },
   { "depthwise-f64-5x5-d2", PL_DTYPE_F64, 1, 12, 12, 10, 12, 5, 5, 1, 1, 2, 2, 3, 2, 1, 4, 12 },
+  /* CHWN with a batch that divides the vector: a vector holds the images of 16 / N points, rows
+   * padded to whole vectors (7 points in groups of 4; 7 in groups of 2, stride 2, groups) */
+  { "batch4-odd-row", PL_DTYPE_F32, 4, 6, 9, 7, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },
+  { "batch8-g4-s2", PL_DTYPE_F32, 8, 16, 11, 13, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4 },
 };
 
 static PlConvDesc
