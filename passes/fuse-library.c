@@ -180,9 +180,9 @@ is_bias (const PlValue *b, const PlValue *r, bool conv)
   return true;
 }
 
-/* The epilogue step of node reading cur, or NULL. */
-static const char *
-epilogue_step (const PlNode *u, const PlValue *cur, bool conv)
+/* (see fusion.h) */
+const char *
+pl_fusion_epilogue_step (const PlNode *u, const PlValue *cur, bool conv)
 {
   switch (u->op)
     {
@@ -220,7 +220,7 @@ match_epilogue (Lib *l, PlNode *anchor, bool conv, GPtrArray *nodes, Spec *spec)
       PlNode *u = pl_rw_sole_user (cur);
       if (!is_free (l, u) || u->n_outputs != 1 || !u->outputs[0])
         return;
-      const char *step = epilogue_step (u, cur, conv);
+      const char *step = pl_fusion_epilogue_step (u, cur, conv);
       if (!step || u->outputs[0]->dtype != cur->dtype || !pl_rw_same_shape (&u->outputs[0]->shape, &cur->shape))
         return;
       g_ptr_array_add (nodes, u);

@@ -149,4 +149,9 @@ GPtrArray    *pl_fusion_plan_groups     (PlFusionPlan *p, int min_size);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (PlFusionPlan, pl_fusion_plan_free)
 
+/* The epilogue step ("bias", "relu", ...) that fuse-library makes of node u
+ * reading cur, the result of a GEMM (conv false) or a convolution; NULL
+ * when u is no epilogue op. */
+const char   *pl_fusion_epilogue_step   (const PlNode *u, const PlValue *cur, bool conv);
+
 G_END_DECLS

@@ -42,6 +42,11 @@ typedef struct {
   PlLayout     layout[PL_LS_MAX_CHOICES];
   PlConvImpl   impl[PL_LS_MAX_CHOICES];
   PlCost       cost[PL_LS_MAX_CHOICES];
+  /* a pointwise op that fuses into its producer (a conv's epilogue, a
+   * pointwise op's loop) when it takes the producer's layout: its own cost
+   * (fused_ms) is charged on that edge, and only where the layouts differ */
+  bool         fused;
+  double       fused_ms;
 } PNode;
 
 typedef struct {
@@ -61,6 +66,8 @@ typedef struct {
 bool pl_lp_static_rank4 (const PlValue *v);
 bool pl_lp_slot_follows (const PNode *pn, int k, const PlValue *root);
 PlValue *pl_lp_root_of (PlValue *v);
+PlNode *pl_lp_fused_producer (const PlNode *node);
+double pl_lp_unfused_ms (const PNode *a, const PNode *b);
 /* layout-apply.c: value layouts, conv impl/tile, shared transforms; *changed when the graph changed */
 bool pl_lp_apply_plan (PlGraph *g, const Model *M, const PlLsSolution *s, PlCalibration *cal, bool *changed, GError **error);
 /* layout-report.c */
