@@ -3,7 +3,8 @@
  * A clamp or a mirror on the innermost coordinate (linear Resize's
  * neighbours, Pad's edge and reflect modes) makes every load a select of
  * two addresses, which the vectorizer turns into gathers: a 2x linear
- * upsampling ran at 5.7 GB/s against nearest's 25.7. Such an index is
+ * upsampling of 1x256x56x56 took 3.9 ms (4 GB/s; 0.43 ms peeled and in
+ * phases, below). Such an index is
  * plain arithmetic everywhere but near the edges. So the loop is split in
  * three: the first lo and the last n - hi elements run the plan as it is,
  * and the interior [lo, hi) runs a copy of the plan whose innermost
