@@ -6,8 +6,8 @@
  *  - pointwise: the loop dims after coalescing are an OpenMP-parallel loop
  *    over the outer dims (coordinates recovered once per inner loop) around
  *    an `omp simd` loop over the innermost dim, split at its edges where
- *    clamps or mirrors on it would make its loads gathers
- *    (codegen-c-peel.c);
+ *    clamps or mirrors on it would make its loads gathers, and into phases
+ *    taken side by side where it is divided by 2 to 4 (codegen-c-peel.c);
  *  - rows (codegen-c-rows.c): an OpenMP-parallel loop over the rows; per row, one simd loop
  *    per pass over the reduced dims (reductions through `omp simd
  *    reduction`, which lets the compiler reorder float sums), row values
