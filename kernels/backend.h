@@ -42,6 +42,10 @@ const char  *pl_cpu_blas_name      (void);
 
 /* (Batched) GEMM through BLAS: c = alpha * op(a) op(b). */
 void         pl_cpu_gemm           (const PlGemmDesc *g, const void *a, const void *b, void *c);
+/* A generated GEMM of one batch item (gemm-small.h), C = alpha A op (B). */
+typedef void (*PlCpuGemmFn) (const void *a, const void *b, void *c);
+/* pl_cpu_gemm with fn for each batch item in place of BLAS (NULL: BLAS). */
+void         pl_cpu_gemm_with      (const PlGemmDesc *g, const void *a, const void *b, void *c, PlCpuGemmFn fn);
 /* Convolution as im2col (generated; it reads X in x_layout) + BLAS GEMM,
  * writing Y in y_layout:
  *   NCHW  per (image, group):  Y[K/g][OH·OW] = W[K/g][C/g·kh·kw] x col

@@ -44,6 +44,7 @@
 #include "backend.h"
 #include "conv-direct.h"
 #include "conv-transpose.h"
+#include "gemm-small.h"
 
 #include <string.h>
 
@@ -587,9 +588,14 @@ pl_codegen_c_kernel (GString *out, const PlKernelPlan *p)
         emit_loop_function (out, p);
       return true;
     case PL_PLAN_GEMM:
+      if (pl_gemm_small_applies (&p->gemm))
+        {
+          g_autofree char *name = g_strdup_printf ("%s_smallm", p->name);
+          pl_gemm_small_emit_c (out, &p->gemm, name);
+        }
       if (p->loop)
         emit_loop_function (out, p);
-      return p->loop != NULL;
+      return p->loop != NULL || pl_gemm_small_applies (&p->gemm);
     case PL_PLAN_POOL:
       pl_pool_emit_c (out, &p->pool, p->name);
       return true;

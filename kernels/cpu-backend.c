@@ -369,6 +369,12 @@ gemm_one (PlDType t, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double a
 void
 pl_cpu_gemm (const PlGemmDesc *g, const void *a, const void *b, void *c)
 {
+  pl_cpu_gemm_with (g, a, b, c, NULL);
+}
+
+void
+pl_cpu_gemm_with (const PlGemmDesc *g, const void *a, const void *b, void *c, PlCpuGemmFn fn)
+{
   size_t es = g->dtype == PL_DTYPE_F64 ? 8 : 4;
   int64_t lda = g->trans_a ? g->M : g->K, ldb = g->trans_b ? g->K : g->N;
   for (int64_t bi = 0; bi < g->batch; bi++)
@@ -381,8 +387,11 @@ pl_cpu_gemm (const PlGemmDesc *g, const void *a, const void *b, void *c)
           ao += ix * g->a_strides[k];
           bo += ix * g->b_strides[k];
         }
-      gemm_one (g->dtype, g->trans_a, g->trans_b, g->M, g->N, g->K, g->alpha, (const char *) a + ao * es, lda,
-                (const char *) b + bo * es, ldb, (char *) c + bi * g->M * g->N * es, g->N);
+      if (fn)
+        fn ((const char *) a + ao * es, (const char *) b + bo * es, (char *) c + bi * g->M * g->N * es);
+      else
+        gemm_one (g->dtype, g->trans_a, g->trans_b, g->M, g->N, g->K, g->alpha, (const char *) a + ao * es, lda,
+                  (const char *) b + bo * es, ldb, (char *) c + bi * g->M * g->N * es, g->N);
     }
 }
 

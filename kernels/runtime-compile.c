@@ -8,6 +8,7 @@
  * memory plan (pl_executable_new).
  */
 #define G_LOG_DOMAIN "passlab"
+#include "gemm-small.h"
 #include "runtime-private.h"
 
 /* --- code generation ------------------------------------------------------------------- */
@@ -46,6 +47,16 @@ pl_runtime_compile_cpu (PlExecutable *e, GError **error)
       PlKernelPlan *p = st->plan;
       if (p->loop || p->kind == PL_PLAN_POOL || p->kind == PL_PLAN_SCAN || p->kind == PL_PLAN_SCATTER || p->kind == PL_PLAN_TOPK)
         st->fn = (PlCpuKernelFn) pl_cpu_module_symbol (e->cpu, p->name);
+      if (p->kind == PL_PLAN_GEMM && pl_gemm_small_applies (&p->gemm))
+        {
+          g_autofree char *sym = g_strdup_printf ("%s_smallm", p->name);
+          st->gemm_small = (PlCpuGemmFn) pl_cpu_module_symbol (e->cpu, sym);
+          if (!st->gemm_small)
+            {
+              g_set_error (error, PL_ERROR, PL_ERROR_EXEC, "%s: kernel %s missing", pl_cpu_module_path (e->cpu), sym);
+              return false;
+            }
+        }
       bool direct = p->kind == PL_PLAN_CONV && p->conv.impl == PL_CONV_IMPL_DIRECT;
       if (p->kind == PL_PLAN_CONV)
         {

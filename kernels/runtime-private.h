@@ -48,6 +48,7 @@ typedef struct {
   PlCpuKernelFn   fn;
   PlCpuIm2colFn   im2col;      /* CONV: im2col, or a ConvTranspose's col2im */
   PlCpuConvDirectFn direct;    /* CONV, impl DIRECT, on the cpu */
+  PlCpuGemmFn     gemm_small;  /* GEMM of a few rows on the cpu (gemm-small.h); NULL: BLAS */
   int64_t         tile[3];     /* its tile (the attribute, else the pebble rule's) */
   int             pack;        /* CONV: PACK_* — the weights the kernel reads are repacked */
   int             pack_src;    /* weights that are not constants: repacked every run from this buffer */

@@ -267,7 +267,7 @@ exec_cpu (PlExecutable *e, Step *st, PlTensor *const *inputs, GError **error)
       if (st->pack_buf >= 0)   /* weights that are not constants: packed every run */
         pl_runtime_pack_weights (st, host_ptr (e, st->pack_src, inputs), args[p->conv.w_slot]);
       if (p->kind == PL_PLAN_GEMM)
-        pl_cpu_gemm (&p->gemm, args[p->gemm.a_slot], args[p->gemm.b_slot], target);
+        pl_cpu_gemm_with (&p->gemm, args[p->gemm.a_slot], args[p->gemm.b_slot], target, st->gemm_small);
       else if (p->conv.transpose)
         pl_cpu_conv_transpose (p, args[p->conv.x_slot], args[p->conv.w_slot], target,
                                host_ptr (e, st->col_buf, inputs), st->im2col);
