@@ -1658,6 +1658,8 @@ test_gemm_small (void)
     {
       g_autofree char *src = kernel_source (g, names[i]);
       g_assert_nonnull (strstr (src, "#define G_NAME k_smallm"));
+      /* products this small run on one thread: a parallel region cost more */
+      g_assert_nonnull (strstr (src, "#define G_PAR 0"));
     }
 }
 
