@@ -1,11 +1,12 @@
 /* gemm-small.c — a generated GEMM for a few rows (see gemm-small.h).
  *
  * C (M x N) = alpha A op (B), f32, A row-major and not transposed, M from 2
- * to 16: a classifier at a small batch, a transformer's projections at a few
+ * to 32: a classifier at a small batch, a transformer's projections at a few
  * tokens. OpenBLAS's sgemm packs B for a large M and ran such a product far
  * from the machine's speed (8 x 1000 x 2048, B transposed: 0.78 ms, 42
- * GFLOP/s, where streaming B once takes a quarter of that); single rows go
- * to gemv (cpu-backend.c). Here B is streamed once and every row of A is
+ * GFLOP/s, where streaming B once takes a quarter of that; 32 rows: 1.12
+ * ms, here 0.86-0.94; at 48 rows the two were even, so 32 is the limit);
+ * single rows go to gemv (cpu-backend.c). Here B is streamed once and every row of A is
  * applied to what is loaded:
  *  - B not transposed (K x N): a block is G_R rows of C x 3 vectors of
  *    columns; per k, 3 vector loads of B's row k, one broadcast of A[m][k]
@@ -26,7 +27,7 @@
 bool
 pl_gemm_small_applies (const PlGemmDesc *g)
 {
-  return g->dtype == PL_DTYPE_F32 && !g->trans_a && g->M >= 2 && g->M <= 16 && g->N >= 16 && g->K >= 16;
+  return g->dtype == PL_DTYPE_F32 && !g->trans_a && g->M >= 2 && g->M <= 32 && g->N >= 16 && g->K >= 16;
 }
 
 /* Multiply-adds from which the column blocks run in parallel: below, the

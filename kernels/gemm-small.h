@@ -1,4 +1,4 @@
-/* gemm-small.h — a generated f32 GEMM for 2 to 16 rows (gemm-small.c),
+/* gemm-small.h — a generated f32 GEMM for 2 to 32 rows (gemm-small.c),
  * which the cpu runtime calls for such a GEMM plan in place of BLAS.
  * Internal to kernels/. */
 #pragma once
@@ -7,7 +7,7 @@
 
 G_BEGIN_DECLS
 
-/* Whether g (one batch item: f32, A not transposed, 2 <= M <= 16, N and K
+/* Whether g (one batch item: f32, A not transposed, 2 <= M <= 32, N and K
  * at least 16) takes the generated kernel. */
 bool pl_gemm_small_applies (const PlGemmDesc *g);
 /* C source of `void name (const float *a, const float *b, float *c)`:

@@ -1633,7 +1633,7 @@ test_gemv (void)
   g_assert_nonnull (strstr (kernel_named (r, "c0")->note, "gemm 7x1x9"));
 }
 
-/* A GEMM of 2 to 16 rows runs the generated kernel (gemm-small.c), not
+/* A GEMM of 2 to 32 rows runs the generated kernel (gemm-small.c), not
  * BLAS: B transposed or not, row blocks of 8 and the rest, column blocks
  * and their tails, k past the last whole vector, alpha, rows gathered from
  * a batch, a batch of weights; against the reference. */
@@ -1644,16 +1644,16 @@ test_gemm_small (void)
     "graph gs opset 17 {\n"
     "  input a8: f32[8, 70]\n  input bt: f32[37, 70]\n  input a13: f32[13, 40]\n  input b: f32[40, 53]\n"
     "  input x3: f32[2, 3, 24]\n  input xb: f32[3, 5, 32]\n  input wb: f32[3, 32, 20]\n"
-    "  input a16: f32[16, 16]\n  input b16: f32[16, 16]\n"
+    "  input a16: f32[16, 16]\n  input b16: f32[16, 16]\n  input a29: f32[29, 33]\n  input b29: f32[33, 64]\n"
     "  const w: f32[24, 100] = random(seed=5, lo=-1, hi=1)\n"
     "  s0 = Gemm(a8, bt) {transB=1}\n  s1 = Gemm(a13, b) {alpha=0.5}\n  s2 = MatMul(x3, w)\n"
-    "  s3 = MatMul(xb, wb)\n  s4 = Gemm(a16, b16) {transB=1, alpha=-1.0}\n"
-    "  output s0, s1, s2, s3, s4\n}\n";
+    "  s3 = MatMul(xb, wb)\n  s4 = Gemm(a16, b16) {transB=1, alpha=-1.0}\n  s5 = Gemm(a29, b29)\n"
+    "  output s0, s1, s2, s3, s4, s5\n}\n";
   g_autoptr (PlGraph) g = pl_test_parse (text);
   g_autoptr (PlRunReport) r = check_graph (g, 37, 1e-5, 1e-5);
   g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
   g_assert_nonnull (strstr (kernel_named (r, "s2")->note, "gemm 6x100x24"));
-  const char *const names[] = { "s0", "s1", "s2", "s3", "s4" };
+  const char *const names[] = { "s0", "s1", "s2", "s3", "s4", "s5" };
   for (size_t i = 0; i < G_N_ELEMENTS (names); i++)
     {
       g_autofree char *src = kernel_source (g, names[i]);
