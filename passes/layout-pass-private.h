@@ -42,10 +42,11 @@ typedef struct {
   PlLayout     layout[PL_LS_MAX_CHOICES];
   PlConvImpl   impl[PL_LS_MAX_CHOICES];
   PlCost       cost[PL_LS_MAX_CHOICES];
-  /* a pointwise op that fuses into its producer (a conv's epilogue, a
-   * pointwise op's loop) when it takes the producer's layout: its own cost
-   * (fused_ms) is charged on that edge, and only where the layouts differ */
-  bool         fused;
+  /* a pointwise op that fuses into its producer fused_into (a conv's
+   * epilogue, a pointwise op's loop) when it takes the producer's layout:
+   * its own cost (fused_ms) is charged on that edge, and only where the
+   * layouts differ; NULL: none */
+  const PlNode *fused_into;
   double       fused_ms;
 } PNode;
 

@@ -368,7 +368,7 @@ pool_choices (PNode *pn, PlCalibration *cal, const Params *p)
 double
 pl_lp_unfused_ms (const PNode *a, const PNode *b)
 {
-  return b->fused && a->kind == PN_NODE && b->node->n_inputs > 0 && a->node == pl_lp_fused_producer (b->node) ? b->fused_ms : 0;
+  return b->fused_into && a->kind == PN_NODE && a->node == b->fused_into ? b->fused_ms : 0;
 }
 
 static void
@@ -411,9 +411,8 @@ classify (PlNode *node, PlCalibration *cal, const Params *p)
     {
       pn.pointwise = true;
       pointwise_choices (&pn, cal, p);
-      if (pl_lp_fused_producer (node))
+      if ((pn.fused_into = pl_lp_fused_producer (node)))
         {
-          pn.fused = true;
           pn.fused_ms = pn.cost[0].ms;
           for (int c = 0; c < pn.n_choices; c++)
             pn.cost[c].ms = 0;

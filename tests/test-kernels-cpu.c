@@ -809,11 +809,12 @@ kernel_source (const PlGraph *g, const char *name)
   return g_string_free (src, FALSE);
 }
 
+/* The number of times needle occurs in s. */
 static int
-count_of (const char *text, const char *what)
+occurrences (const char *s, const char *needle)
 {
   int n = 0;
-  for (const char *p = strstr (text, what); p; p = strstr (p + 1, what))
+  for (const char *p = s; (p = strstr (p, needle)); p += strlen (needle))
     n++;
   return n;
 }
@@ -847,13 +848,13 @@ test_edge_peeling (void)
 
   /* 2x: the first output column, 39 iterations of two phases, the last */
   g_autofree char *u = kernel_source (g, "u");
-  g_assert_cmpint (count_of (u, "#pragma omp simd"), ==, 3);
+  g_assert_cmpint (occurrences (u, "#pragma omp simd"), ==, 3);
   g_assert_nonnull (strstr (u, "for (int64_t c2 = 0; c2 < 39; c2++)"));
   g_assert_nonnull (strstr (u, "240 * c0 + c2 + 1)]"));
   g_assert_nonnull (strstr (u, "out0[(960 * c0 + 80 * c1 + 2 * c2 + 2)]"));
   /* 3x: three phases */
   g_autofree char *h = kernel_source (g, "h");
-  g_assert_cmpint (count_of (h, "in0[(40 * c0 + c1 + 1)]"), ==, 3);
+  g_assert_cmpint (occurrences (h, "in0[(40 * c0 + c1 + 1)]"), ==, 3);
   /* Pad: the copy of the middle is a plain one, edges apart */
   g_autofree char *p = kernel_source (g, "p");
   g_assert_nonnull (strstr (p, "in0[(40 * c0 + c1)]"));
@@ -868,7 +869,7 @@ test_edge_peeling (void)
   g_assert_nonnull (strstr (ds, "100 * c0 + c2 + 200)]"));
   /* fused with Exp and Relu, still peeled */
   g_autofree char *fy = kernel_source (f, "y");
-  g_assert_cmpint (count_of (fy, "#pragma omp simd"), ==, 3);
+  g_assert_cmpint (occurrences (fy, "#pragma omp simd"), ==, 3);
 }
 
 /* Gather is generated: a load whose offset adds the index (negative ones
@@ -994,16 +995,6 @@ assert_profile_matches (const PlGraph *g, const PlRunReport *r)
   g_assert_no_error (error);
   g_assert_cmpint (mp->n_in_place, ==, count_in_place (r));
   g_assert_cmpint (mp->peak_bytes, ==, r->peak_bytes);
-}
-
-/* The number of times needle occurs in s. */
-static int
-occurrences (const char *s, const char *needle)
-{
-  int n = 0;
-  for (const char *p = s; (p = strstr (p, needle)); p += strlen (needle))
-    n++;
-  return n;
 }
 
 /* The memory plan: intermediates share the arena, views share their
