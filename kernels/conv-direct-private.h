@@ -1,6 +1,7 @@
 /* conv-direct-private.h — what the direct convolution's sources share:
  * conv-direct.c (the kernel's choice, blocks and generic C kernels),
- * conv-direct-nhwc.c (NHWC's own kernels) and conv-direct-cuda.c. */
+ * conv-direct-nhwc.c (NHWC's own kernels), conv-direct-chwn.c (CHWN's
+ * pointwise kernel) and conv-direct-cuda.c. */
 #pragma once
 
 #include "conv-direct.h"
@@ -32,3 +33,6 @@ void pl_cd_undef_all (GString *out, gsize start);
 extern const char pl_cd_nhwc_depthwise[];
 extern const char pl_cd_nhwc_pointwise[];
 void pl_cd_emit_nhwc_grouped (GString *out, const PlConvDesc *c, int64_t vl, int64_t p);
+
+/* CHWN's (conv-direct-chwn.c). */
+extern const char pl_cd_chwn_pointwise[];

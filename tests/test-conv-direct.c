@@ -65,6 +65,14 @@ static const Case cases[] = {
    * padded to whole vectors (7 points in groups of 4; 7 in groups of 2, stride 2, groups) */
   { "batch4-odd-row", PL_DTYPE_F32, 4, 6, 9, 7, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },
   { "batch8-g4-s2", PL_DTYPE_F32, 8, 16, 11, 13, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4 },
+  /* CHWN's pointwise kernel: channel blocks of 8 and the rest in 4, 2, 1 (30, 29); rows of
+   * 7 x 8 points, part vectors at segment ends, tiles narrower than a vector widened; one image
+   * of 13 points a row; f64 with groups; an image smaller than a vector (the generic kernel) */
+  { "pointwise-b8-tails", PL_DTYPE_F32, 8, 20, 5, 7, 30, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1 },
+  { "pointwise-b8-k29", PL_DTYPE_F32, 8, 9, 3, 7, 29, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1 },
+  { "pointwise-b1-narrow", PL_DTYPE_F32, 1, 6, 3, 13, 11, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1 },
+  { "pointwise-f64-g3", PL_DTYPE_F64, 4, 9, 6, 6, 15, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3 },
+  { "pointwise-tiny", PL_DTYPE_F32, 1, 5, 2, 3, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1 },
 };
 
 static PlConvDesc
@@ -501,6 +509,18 @@ test_pebble (void)
   g_assert_cmpint (pl_conv_direct_channels_per_pass (&nchw), ==, 4);
   PlConvDesc pw = case_desc (&cases[12], PL_LAYOUT_NHWC);   /* 1x1-s2 */
   g_assert_true (pl_conv_direct_nhwc_pointwise (&pw));
+  /* CHWN's pointwise kernel: stride 1 and an image of a vector at least */
+  PlConvDesc cw = case_desc (&cases[12], PL_LAYOUT_CHWN);
+  g_assert_false (pl_conv_direct_chwn_pointwise (&cw));
+  cw = case_desc (case_named ("pointwise-b8-tails"), PL_LAYOUT_CHWN);
+  g_assert_true (pl_conv_direct_chwn_pointwise (&cw));
+  g_assert_false (pl_conv_direct_chwn_pointwise ((cw = case_desc (case_named ("pointwise-tiny"), PL_LAYOUT_CHWN), &cw)));
+  g_assert_false (pl_conv_direct_chwn_pointwise ((cw = case_desc (case_named ("pointwise-b8-tails"), PL_LAYOUT_NHWC), &cw)));
+  /* its tile spans the width: the points of a row run on into the next */
+  int64_t tpw[3];
+  cw = case_desc (&(Case) { "b8", PL_DTYPE_F32, 8, 1024, 14, 14, 512, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1 }, PL_LAYOUT_CHWN);
+  pl_conv_pebble_tile (&cw, 1 << 20, 2, 16, tpw);
+  g_assert_cmpint (tpw[0], ==, 14);
   pl_conv_pebble_terms (&pw, 1 << 20, 1, 16, &S, &R);
   g_assert_cmpfloat (R, ==, 1.0 / 4);
   int64_t t1[3], t16[3];
