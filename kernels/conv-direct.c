@@ -77,9 +77,8 @@ bool
 pl_conv_direct_chwn_pointwise (const PlConvDesc *c)
 {
   const int64_t vmax = vector_bytes () / (int64_t) pl_dtype_size (c->dtype);
-  return c->x_layout == PL_LAYOUT_CHWN && c->kernel[0] == 1 && c->kernel[1] == 1 && c->strides[0] == 1
-         && c->strides[1] == 1 && !c->pads[0] && !c->pads[1] && !c->pads[2] && !c->pads[3]
-         && c->out[0] * c->out[1] * c->batch >= vmax;
+  return c->x_layout == PL_LAYOUT_CHWN && c->kernel[0] == 1 && c->kernel[1] == 1 && !c->pads[0] && !c->pads[1]
+         && !c->pads[2] && !c->pads[3] && c->out[0] * c->out[1] * c->batch >= vmax;
 }
 
 bool
@@ -805,6 +804,7 @@ pl_conv_direct_emit_c (GString *out, const PlConvDesc *c, const char *name)
   else if (pl_conv_direct_chwn_pointwise (c))
     {
       pl_cd_define (out, "D_PTS", c->out[0] * c->out[1] * c->batch);
+      g_string_append (out, scratch);
       g_string_append (out, pl_cd_chwn_pointwise);
     }
   else

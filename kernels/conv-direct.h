@@ -77,10 +77,11 @@ bool    pl_conv_direct_nhwc_grouped (const PlConvDesc *c);
  * own C kernel, a GEMM of the points' input rows read in place (the
  * generic one stages every input channel with a gather). */
 bool    pl_conv_direct_nhwc_pointwise (const PlConvDesc *c);
-/* A pointwise conv in CHWN (1x1, stride 1, no padding, any group, an image
- * of at least a vector's elements: H W N): its own C kernel, a GEMM of the
- * weights by x's rows of (h, w, n), read in place (the generic one stages
- * each channel's window and keeps its accumulators in memory). */
+/* A pointwise conv in CHWN (1x1, no padding, any stride and group, an
+ * output image of at least a vector's elements: OH OW N): its own C kernel,
+ * a GEMM of the weights by x's rows of (h, w, n), read in place at stride 1
+ * and staged a tile at a time otherwise (the generic one stages each
+ * channel's window and keeps its accumulators in memory). */
 bool    pl_conv_direct_chwn_pointwise (const PlConvDesc *c);
 /* Input channels the generic C kernel stages and accumulates in one pass
  * over a tile (ceil (32 / taps), at most the group's). */

@@ -73,6 +73,9 @@ static const Case cases[] = {
   { "pointwise-b1-narrow", PL_DTYPE_F32, 1, 6, 3, 13, 11, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1 },
   { "pointwise-f64-g3", PL_DTYPE_F64, 4, 9, 6, 6, 15, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3 },
   { "pointwise-tiny", PL_DTYPE_F32, 1, 5, 2, 3, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1 },
+  /* and strided, its tiles staged: 8 images of 5 x 6 points of 9 x 11; 16 images, stride 3 x 2, groups */
+  { "pointwise-b8-s2", PL_DTYPE_F32, 8, 12, 9, 11, 21, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1 },
+  { "pointwise-b16-s3x2-g2", PL_DTYPE_F32, 16, 10, 8, 7, 18, 1, 1, 3, 2, 1, 1, 0, 0, 0, 0, 2 },
 };
 
 static PlConvDesc
@@ -509,9 +512,9 @@ test_pebble (void)
   g_assert_cmpint (pl_conv_direct_channels_per_pass (&nchw), ==, 4);
   PlConvDesc pw = case_desc (&cases[12], PL_LAYOUT_NHWC);   /* 1x1-s2 */
   g_assert_true (pl_conv_direct_nhwc_pointwise (&pw));
-  /* CHWN's pointwise kernel: stride 1 and an image of a vector at least */
-  PlConvDesc cw = case_desc (&cases[12], PL_LAYOUT_CHWN);
-  g_assert_false (pl_conv_direct_chwn_pointwise (&cw));
+  /* CHWN's pointwise kernel: an output image of a vector at least */
+  PlConvDesc cw = case_desc (&cases[12], PL_LAYOUT_CHWN);   /* strided: staged a tile at a time */
+  g_assert_true (pl_conv_direct_chwn_pointwise (&cw));
   cw = case_desc (case_named ("pointwise-b8-tails"), PL_LAYOUT_CHWN);
   g_assert_true (pl_conv_direct_chwn_pointwise (&cw));
   g_assert_false (pl_conv_direct_chwn_pointwise ((cw = case_desc (case_named ("pointwise-tiny"), PL_LAYOUT_CHWN), &cw)));
