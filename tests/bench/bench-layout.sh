@@ -30,6 +30,7 @@
 #
 # Usage: tests/bench/bench-layout.sh [BUILD_DIR] [--batches "1 8"] [--rounds K]
 #                                    [--repeat N] [--processes P] [--refine N]
+#                                    [--param PASS.KEY=VALUE ...]
 #                                    [--variants LIST] [--cnns "resnet18 mobilenet_v2"]
 #                                    [--no-resnet18] [--backend cpu|cuda]
 set -euo pipefail
@@ -42,6 +43,7 @@ ROUNDS=31
 REPEAT=1
 CNNS="resnet18"
 REFINE=0
+PARAMS=()   # --param P: passed on to every run of the pass (e.g. layout.min_gain=0.01)
 PROCESSES=1
 VARIANTS=fused,nchw,nhwc,chwn,layout
 BACKEND=cpu
@@ -51,6 +53,7 @@ while [[ $# -gt 0 ]]; do
     --rounds) ROUNDS="$2"; shift 2 ;;
     --repeat) REPEAT="$2"; shift 2 ;;
     --refine) REFINE="$2"; shift 2 ;;
+    --param) PARAMS+=(--param "$2"); shift 2 ;;
     --processes) PROCESSES="$2"; shift 2 ;;
     --variants) VARIANTS="$2"; shift 2 ;;
     --cnns) CNNS="$2"; shift 2 ;;
@@ -73,7 +76,7 @@ bench_one () {
   echo "== $name"
   for p in $(seq 1 "$PROCESSES"); do
     "$CLI" bench "$file" --backend "$BACKEND" --variants "$VARIANTS" --repeat "$REPEAT" --rounds "$ROUNDS" \
-      --param "layout.refine=$REFINE" --report "$TMP/run-$p.json" | tail -n +2
+      --param "layout.refine=$REFINE" "${PARAMS[@]}" --report "$TMP/run-$p.json" | tail -n +2
   done
   "$PY" - "$TMP" "$PROCESSES" <<'TALLY'
 import json, math, statistics, sys
@@ -131,7 +134,7 @@ for k, pr in pairs.items():
               f"(quartiles {statistics.quantiles(r, n=4)[0]:.3f} .. {statistics.quantiles(r, n=4)[2]:.3f}), "
               f"sign test p = {sign_p(w, m):.2g}" if len(r) >= 2 else f"  plan vs {k}: {len(r)} round")
 TALLY
-  "$CLI" run "$file" --passes "simplify,layout{refine=$REFINE}" 2>/dev/null | sed -n '/^ *conv  /,/^ *cost sources/p' || true
+  "$CLI" run "$file" --passes "simplify,layout{refine=$REFINE}" "${PARAMS[@]}" 2>/dev/null | sed -n '/^ *conv  /,/^ *cost sources/p' || true
   echo
 }
 
