@@ -55,6 +55,9 @@
  * very end never leaves the buffer. */
 #define PACK_TAIL 64
 
+/* What CHWN's strided pointwise kernel stages at a time (its D_STAGE). */
+#define CHWN_STAGE_BYTES (2 << 20)
+
 /* --- shape helpers ------------------------------------------------------------------ */
 
 
@@ -633,10 +636,10 @@ choose_blocks (const PlConvDesc *c)
        * start mid-line for every other tap. 4 x 6 before; a harness timing
        * the generated kernels side by side: 8x64x56x56 3x3 8.6 -> 5.9 ms,
        * batch 4 5.6 -> 3.0, batch 16 12.7 -> 11.6, batch 1 1.29 -> 1.07.
-       * Groups of fewer than 8 channels keep all of them and fill the
-       * registers with points. */
-      b.p = MIN (KG, 8);
-      b.p2 = MAX (1, MIN ((OW + b.pg - 1) / b.pg, b.p == 8 ? 2 / b.nv : budget / b.nv / b.p));
+       * Groups of fewer channels keep all of them and fill the registers
+       * with points. */
+      b.p = MIN (KG, budget / 3);   /* 8 with AVX-512's 32 registers, 4 with 16 */
+      b.p2 = MAX (1, MIN ((OW + b.pg - 1) / b.pg, b.p == budget / 3 ? 2 / b.nv : budget / b.nv / b.p));
       break;
     default:               /* NCHW, rows: channels */
       pmax = MIN (16, budget / b.nv);
@@ -804,6 +807,7 @@ pl_conv_direct_emit_c (GString *out, const PlConvDesc *c, const char *name)
   else if (pl_conv_direct_chwn_pointwise (c))
     {
       pl_cd_define (out, "D_PTS", c->out[0] * c->out[1] * c->batch);
+      pl_cd_define (out, "D_STAGE", CHWN_STAGE_BYTES / (int64_t) pl_dtype_size (c->dtype));
       g_string_append (out, scratch);
       g_string_append (out, pl_cd_chwn_pointwise);
     }

@@ -76,6 +76,8 @@ static const Case cases[] = {
   /* and strided, its tiles staged: 8 images of 5 x 6 points of 9 x 11; 16 images, stride 3 x 2, groups */
   { "pointwise-b8-s2", PL_DTYPE_F32, 8, 12, 9, 11, 21, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1 },
   { "pointwise-b16-s3x2-g2", PL_DTYPE_F32, 16, 10, 8, 7, 18, 1, 1, 3, 2, 1, 1, 0, 0, 0, 0, 2 },
+  /* a whole-image tile stages 2.5 MiB: steps of 12 and 4 rows */
+  { "pointwise-b16-s2-steps", PL_DTYPE_F32, 16, 160, 32, 32, 24, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1 },
 };
 
 static PlConvDesc
