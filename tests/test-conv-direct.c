@@ -658,6 +658,29 @@ test_tune (void)
     }
 }
 
+/* CHWN's pointwise kernel: its pruned tiles span the width, as its pebble tile does */
+static void
+test_tune_chwn_pointwise (void)
+{
+  g_autoptr (PlGraph) g = pl_test_parse ("graph t opset 17 {\n"
+                                         "  input x: f32[8, 64, 14, 14]\n"
+                                         "  const w: f32[128, 64, 1, 1] = random(seed=1, lo=-1, hi=1)\n"
+                                         "  y = Conv(x, w)\n"
+                                         "  output y\n"
+                                         "}\n");
+  g_autoptr (GError) error = NULL;
+  GArray *full = NULL, *pruned = NULL;
+  int64_t pebble[3];
+  g_assert_true (pl_tune_spaces (g->nodes->pdata[0], PL_LAYOUT_CHWN, &full, &pruned, pebble, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (pebble[0], ==, 14);
+  g_assert_cmpuint (pruned->len, >=, 4);
+  for (guint i = 0; i < pruned->len; i++)
+    g_assert_cmpint (g_array_index (pruned, PlTuneTile, i).tile[0], ==, 14);
+  g_array_unref (full);
+  g_array_unref (pruned);
+}
+
 static void
 test_tune_errors (void)
 {
@@ -841,6 +864,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/ConvDirect/machine", test_machine);
   g_test_add_func ("/Passlab/ConvDirect/kernels", test_kernels);
   g_test_add_func ("/Passlab/ConvDirect/tune", test_tune);
+  g_test_add_func ("/Passlab/ConvDirect/tune-chwn-pointwise", test_tune_chwn_pointwise);
   g_test_add_func ("/Passlab/ConvDirect/tune-errors", test_tune_errors);
   g_test_add_func ("/Passlab/ConvDirect/cuda", test_cuda);
   g_test_add_func ("/Passlab/ConvDirect/cuda-emulated", test_cuda_emulated);
