@@ -22,10 +22,11 @@
  * images are, and every other point is skipped): the tile first copies
  * them, every input channel's, into the thread's buffer, row after row, and
  * the blocks read that instead of x (x's channel stride becomes the
- * buffer's); as many rows a step as D_STAGE elements hold (2 MiB: at 512
- * KiB a 7x7 tile of 1024 channels took 4 steps, each reading the tile's
- * weights again, 5% slower), so a large tile does not take a large buffer. ResNeXt's 1x1 stride-2 projections ran in the generic kernel
- * at 7-8 ms against NHWC's 4.8 at batch 8.
+ * buffer's). ResNeXt's 1x1 stride-2 projections ran in the generic
+ * kernel at 7-8 ms against NHWC's 4.8 at batch 8. A step copies as many
+ * rows as D_STAGE elements hold (2 MiB), so that a large tile does not
+ * take a large buffer: at 512 KiB a 7x7 tile of 1024 channels took 4
+ * steps, each reading the tile's weights again, 5% slower.
  */
 #define G_LOG_DOMAIN "passlab"
 #include "conv-direct-private.h"
