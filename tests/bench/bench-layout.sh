@@ -42,6 +42,7 @@ BATCHES="1"
 ROUNDS=31
 REPEAT=1
 CNNS="resnet18"
+NO_RESNET18=0   # --no-resnet18: leave resnet18 out of the --cnns (it dropped every CNN)
 REFINE=0
 PARAMS=()   # --param P: passed on to every run of the pass (e.g. layout.min_gain=0.01)
 PROCESSES=1
@@ -57,7 +58,7 @@ while [[ $# -gt 0 ]]; do
     --processes) PROCESSES="$2"; shift 2 ;;
     --variants) VARIANTS="$2"; shift 2 ;;
     --cnns) CNNS="$2"; shift 2 ;;
-    --no-resnet18) CNNS=""; shift ;;
+    --no-resnet18) NO_RESNET18=1; shift ;;
     --backend) BACKEND="$2"; shift 2 ;;   # cuda: the layout pass calibrates on the GPU
     *) echo "bench-layout: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -143,6 +144,7 @@ for b in $BATCHES; do
   "$PY" "$SRC/tests/data/models/make_resnet_stack.py" --batch "$b" > "$TMP/stack-b$b.graph"
   bench_one "resnet_stack (11 convs), batch $b" "$TMP/stack-b$b.graph"
   for cnn in $CNNS; do
+    [[ $NO_RESNET18 == 1 && $cnn == resnet18 ]] && continue
     if "$PY" -c "import torch, onnx" 2>/dev/null; then
       "$PY" "$SRC/tests/data/models/export_torch_models.py" "$TMP" --batch "$b" "$cnn" >/dev/null
       bench_one "$cnn (PyTorch export), batch $b" "$TMP/$cnn-b$b.onnx"
