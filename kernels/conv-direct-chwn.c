@@ -109,7 +109,7 @@ const char pl_cd_chwn_pointwise[] =
   "  (void) nx, (void) ny;\n"
   "  const int strided = D_SH > 1 || D_SW > 1;\n"
   "  /* output rows staged a step: as many of a tile's as D_STAGE elements hold, at least one */\n"
-  "  const int64_t rc = !strided ? ty : D_MIN (ty, D_STAGE / (D_CG * tx * D_N) > 1 ? D_STAGE / (D_CG * tx * D_N) : 1);\n"
+  "  const int64_t fit = D_STAGE / (D_CG * tx * D_N), rc = !strided ? ty : D_MIN (ty, fit > 1 ? fit : 1);\n"
   "#pragma omp parallel\n"
   "  {\n"
   "    D_T *buf = strided ? pl_conv_direct_scratch (sizeof (D_T) * D_CG * tx * rc * D_N) : NULL;\n"

@@ -469,6 +469,14 @@ static const char chwn[] =
   "  for (; ox < txx; ox += D_PG)\n"
   "    D_FN (points) (a + ox * D_NA, lda, win, wy, wm, oy, ox, wc, pk, 1, cu);\n"
   "}\n\n"
+  "/* pk channels from kz, every row of the tile */\n"
+  "static inline __attribute__ ((always_inline)) D_ATTR void\n"
+  "D_FN (rows) (D_T *restrict acc, int64_t lda, const D_T *restrict win, int64_t wy, int64_t wm, int64_t tyy,\n"
+  "             int64_t txp, int64_t txx, const D_T *restrict wc, int64_t kz, const int pk, const int cu)\n"
+  "{\n"
+  "  for (int64_t oy = 0; oy < tyy; oy++)\n"
+  "    D_FN (row) (acc + (kz * tyy + oy) * txp * D_NA, lda, win, wy, wm, oy, txx, wc + kz, pk, cu);\n"
+  "}\n\n"
   "static D_ATTR void\n"
   "D_FN (tile) (const D_T *restrict x, const D_T *restrict wp, D_T *restrict y, D_T *restrict buf, int64_t n,\n"
   "             int64_t g, int64_t k0, int64_t oy0, int64_t ox0, int64_t tzz, int64_t tyy, int64_t txx)\n"
@@ -483,24 +491,14 @@ static const char chwn[] =
   "  const D_T *wc = wp + (g * D_CG + c) * D_KH * D_KW * D_KG + k0; \\\n"
   "  int64_t kz = 0; \\\n"
   "  for (; kz + D_P <= tzz; kz += D_P) \\\n"
-  "    for (int64_t oy = 0; oy < tyy; oy++) \\\n"
-  "      D_FN (row) (acc + (kz * tyy + oy) * txp * D_NA, lda, win, wy, wm, oy, txx, wc + kz, D_P, cu); \\\n"
+  "    D_FN (rows) (acc, lda, win, wy, wm, tyy, txp, txx, wc, kz, D_P, cu); \\\n"
   "  /* the rest in blocks of 4, 2, 1 channels (constants, so that each unrolls) */ \\\n"
   "  if (D_P > 4 && kz + 4 <= tzz) \\\n"
-  "    { \\\n"
-  "      for (int64_t oy = 0; oy < tyy; oy++) \\\n"
-  "        D_FN (row) (acc + (kz * tyy + oy) * txp * D_NA, lda, win, wy, wm, oy, txx, wc + kz, D_P > 4 ? 4 : 1, cu); \\\n"
-  "      kz += 4; \\\n"
-  "    } \\\n"
+  "    D_FN (rows) (acc, lda, win, wy, wm, tyy, txp, txx, wc, kz, D_P > 4 ? 4 : 1, cu), kz += 4; \\\n"
   "  if (D_P > 2 && kz + 2 <= tzz) \\\n"
-  "    { \\\n"
-  "      for (int64_t oy = 0; oy < tyy; oy++) \\\n"
-  "        D_FN (row) (acc + (kz * tyy + oy) * txp * D_NA, lda, win, wy, wm, oy, txx, wc + kz, D_P > 2 ? 2 : 1, cu); \\\n"
-  "      kz += 2; \\\n"
-  "    } \\\n"
+  "    D_FN (rows) (acc, lda, win, wy, wm, tyy, txp, txx, wc, kz, D_P > 2 ? 2 : 1, cu), kz += 2; \\\n"
   "  for (; kz < tzz; kz++) \\\n"
-  "    for (int64_t oy = 0; oy < tyy; oy++) \\\n"
-  "      D_FN (row) (acc + (kz * tyy + oy) * txp * D_NA, lda, win, wy, wm, oy, txx, wc + kz, 1, cu);\n"
+  "    D_FN (rows) (acc, lda, win, wy, wm, tyy, txp, txx, wc, kz, 1, cu);\n"
   "  D_CHANNEL_LOOP\n"
   "  for (int64_t k = 0; k < tzz; k++)\n"
   "    for (int64_t oy = 0; oy < tyy; oy++)\n"
@@ -609,7 +607,7 @@ choose_blocks (const PlConvDesc *c)
        * at 75% (a micro-benchmark of the block alone) */
       b.vl = vmax;
       b.nv = 3;
-      b.p = budget == 24 ? 8 : 4;
+      b.p = budget / 3;   /* 8 with AVX-512's 32 registers, 4 with 16 */
       return b;
     }
   int64_t pmax;
