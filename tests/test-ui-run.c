@@ -13,6 +13,7 @@
 #include <gtk/gtk.h>
 
 #include "pl-application.h"
+#include "pl-quiet.h"
 #include "pl-run-panel.h"
 #include "pl-window.h"
 #include "test-ui-util.h"
@@ -214,6 +215,159 @@ test_refusals (void)
   pl_test_ui_close_window (win);
 }
 
+/* --- the window held still while kernels are timed (pl-quiet.h) ---------------------------- */
+
+/* A window that draws a frame on every tick for `ms` after start, then stops. */
+typedef struct {
+  gint64 until;
+  gint64 last_paint;   /* monotonic µs of its last frame */
+  int    frames;
+} Animation;
+
+static gboolean
+animate_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer data)
+{
+  Animation *a = data;
+  if (g_get_monotonic_time () >= a->until)
+    return G_SOURCE_REMOVE;
+  gtk_widget_queue_draw (widget);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+animation_painted (GdkFrameClock *clock, Animation *a)
+{
+  a->last_paint = g_get_monotonic_time ();
+  a->frames++;
+}
+
+static gulong
+animate (GtkWidget *widget, Animation *a, int ms)
+{
+  a->until = g_get_monotonic_time () + (gint64) ms * 1000;
+  gtk_widget_add_tick_callback (widget, animate_tick, a, NULL);
+  return g_signal_connect (gtk_widget_get_frame_clock (widget), "after-paint", G_CALLBACK (animation_painted), a);
+}
+
+typedef struct {
+  PlQuiet *quiet;
+  int      measure_ms;   /* the "timing" after the wait: a sleep */
+  gint64   waited;       /* monotonic µs when the wait returned */
+  gboolean done;
+} Worker;
+
+static gpointer
+worker_thread (gpointer data)
+{
+  Worker *w = data;
+  pl_quiet_wait (w->quiet, NULL);
+  w->waited = g_get_monotonic_time ();
+  g_usleep ((gulong) w->measure_ms * 1000);
+  pl_quiet_end (w->quiet);
+  g_atomic_int_set (&w->done, TRUE);
+  g_main_context_wakeup (NULL);   /* the main loop may be blocked: nothing else is drawing */
+  return NULL;
+}
+
+static void
+run_worker (Worker *w)
+{
+  GThread *t = g_thread_new ("measure", worker_thread, w);
+  while (!g_atomic_int_get (&w->done))
+    g_main_context_iteration (NULL, TRUE);
+  g_thread_join (t);
+}
+
+/* A worker's wait ends only once the window has drawn nothing for
+ * PL_QUIET_MS; frames drawn while it measures are counted, and none when
+ * the window is still. */
+static void
+test_quiet (void)
+{
+  PL_TEST_UI_REQUIRE_DISPLAY ();
+  PlWindow *win = open_window ("layer_norm.graph", NULL);
+  GtkWidget *widget = GTK_WIDGET (win);
+  Animation a = { 0 };
+  gulong painted = animate (widget, &a, 500);
+  Worker w = { .quiet = pl_quiet_new (widget), .measure_ms = 100 };
+  run_worker (&w);
+  g_test_message ("%d frames drawn; the wait ended %.0f ms after the last, having waited %.0f ms", a.frames,
+                  (double) (w.waited - a.last_paint) / 1000.0, pl_quiet_waited_ms (w.quiet));
+  g_assert_cmpint (a.frames, >=, 3);
+  g_assert_cmpint (w.waited - a.last_paint, >=, (gint64) PL_QUIET_MS * 1000);
+  g_assert_cmpfloat (pl_quiet_waited_ms (w.quiet), >=, 450);
+  g_assert_cmpint (pl_quiet_frames (w.quiet), ==, 0);
+  pl_quiet_free (w.quiet);
+
+  /* the window draws while the worker measures: counted */
+  Worker busy = { .quiet = pl_quiet_new (widget), .measure_ms = 400 };
+  GThread *t = g_thread_new ("measure", worker_thread, &busy);
+  while (!busy.waited)
+    g_main_context_iteration (NULL, FALSE), g_usleep (1000);
+  animate (widget, &a, 300);
+  while (!g_atomic_int_get (&busy.done))
+    g_main_context_iteration (NULL, TRUE);
+  g_thread_join (t);
+  g_test_message ("%d frames while measuring", pl_quiet_frames (busy.quiet));
+  g_assert_cmpint (pl_quiet_frames (busy.quiet), >, 0);
+  pl_quiet_free (busy.quiet);
+
+  /* a widget without a frame clock: nothing to wait for */
+  GtkWidget *loose = g_object_ref_sink (gtk_label_new ("not shown"));
+  Worker none = { .quiet = pl_quiet_new (loose) };
+  gint64 t0 = g_get_monotonic_time ();
+  run_worker (&none);
+  g_assert_cmpint (none.waited - t0, <, (gint64) PL_QUIET_MS * 1000);
+  g_assert_cmpint (pl_quiet_frames (none.quiet), ==, 0);
+  pl_quiet_free (none.quiet);
+  g_object_unref (loose);
+  g_signal_handler_disconnect (gtk_widget_get_frame_clock (widget), painted);
+  pl_test_ui_close_window (win);
+}
+
+/* The run panel waits for the window to be still before it times, and a
+ * window that never stops drawing gets a run whose status says so. */
+static void
+test_run_waits_for_quiet (void)
+{
+  PL_TEST_UI_REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_BACKEND (PL_BACKEND_CPU);
+  PlWindow *win = open_window ("resnet_block.graph", PL_WINDOW_DEFAULT_PIPELINE);
+  PlRunPanel *panel = run_panel (win);
+  pl_run_panel_set_backend (panel, PL_BACKEND_CPU);
+  pl_run_panel_set_repeats (panel, 20);
+  g_autoptr (GError) error = NULL;
+  g_assert_cmpint (pl_run_panel_get_frames_while_timed (panel), ==, -1);
+
+  /* drawing for 600 ms after the run starts: the timing comes after it */
+  Animation a = { 0 };
+  gulong painted = animate (GTK_WIDGET (win), &a, 600);
+  gint64 t0 = g_get_monotonic_time ();
+  g_assert_true (pl_run_panel_run_sync (panel, &error));
+  g_assert_cmpint (a.frames, >=, 3);
+  g_assert_cmpint (pl_run_panel_get_frames_while_timed (panel), ==, 0);
+  g_assert_cmpfloat (pl_run_panel_get_quiet_wait_ms (panel), >=, PL_QUIET_MS);
+  g_assert_cmpfloat (pl_run_panel_get_quiet_wait_ms (panel), <=, PL_QUIET_MAX_MS + 500);
+  g_autofree char *clean = pl_run_panel_get_summary (panel);
+  g_assert_null (strstr (clean, "frame"));
+  g_test_message ("waited %.0f ms, run took %.0f ms", pl_run_panel_get_quiet_wait_ms (panel),
+                  (double) (g_get_monotonic_time () - t0) / 1000.0);
+
+  /* drawing all the time: the wait gives up, the frames are reported */
+  animate (GTK_WIDGET (win), &a, 60000);
+  g_assert_true (pl_run_panel_run_sync (panel, &error));
+  a.until = 0;
+  int frames = pl_run_panel_get_frames_while_timed (panel);
+  g_test_message ("%d frames while timing, after a wait of %.0f ms", frames, pl_run_panel_get_quiet_wait_ms (panel));
+  g_assert_cmpint (frames, >, 0);
+  g_assert_cmpfloat (pl_run_panel_get_quiet_wait_ms (panel), >=, PL_QUIET_MAX_MS);
+  g_autofree char *busy = pl_run_panel_get_summary (panel);
+  g_assert_nonnull (strstr (busy, "frame"));
+  g_assert_nonnull (strstr (busy, "time the step again"));
+  g_signal_handler_disconnect (gtk_widget_get_frame_clock (GTK_WIDGET (win)), painted);
+  pl_test_ui_close_window (win);
+}
+
 /* On the CUDA emulator (ui-run-emulated in meson.build: PASSLAB_CUDA=emulator)
  * the panel runs the stitched layer norm on cuda, shows the CUDA code, and
  * says that the times are not a GPU's. */
@@ -253,6 +407,8 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/UI/Run/reference", test_reference);
   g_test_add_func ("/Passlab/UI/Run/holds-still", test_holds_still);
   g_test_add_func ("/Passlab/UI/Run/refusals", test_refusals);
+  g_test_add_func ("/Passlab/UI/Run/quiet", test_quiet);
+  g_test_add_func ("/Passlab/UI/Run/waits-for-quiet", test_run_waits_for_quiet);
   g_test_add_func ("/Passlab/UI/Run/cuda-emulated", test_cuda_emulated);
   return pl_test_ui_finish (g_test_run ());
 }

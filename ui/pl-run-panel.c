@@ -18,6 +18,7 @@
 #include "interp.h"
 #include "pass-manager.h"
 #include "pl-panel-util.h"
+#include "pl-quiet.h"
 
 #define N_BACKENDS 3
 
@@ -29,6 +30,7 @@ typedef struct {
   int           step;
   PlExecutable *exe;
   PlRunReport  *report;
+  PlQuiet      *quiet;     /* the window's frames while the kernels were timed */
 } RunJob;
 
 struct _PlRunPanel
@@ -71,6 +73,7 @@ run_job_free (RunJob *job)
   g_clear_pointer (&job->exe, pl_executable_free);
   g_clear_pointer (&job->report, pl_run_report_free);
   g_clear_pointer (&job->graph, pl_graph_free);
+  g_clear_pointer (&job->quiet, pl_quiet_free);
   g_free (job);
 }
 
@@ -409,7 +412,16 @@ show_report (PlRunPanel *self)
                                              self->result->step, pl_backend_name (r->backend),
                                              r->emulated ? " (emulated on the CPU: results are checked, times are not a GPU's)" : "",
                                              r->n_kernels, r->n_kernels == 1 ? "" : "s", total, r->repeats, peak);
-  pl_panel_set_status (self->status_label, status, FALSE);
+  int frames = pl_quiet_frames (self->result->quiet);
+  if (frames > 0)
+    {
+      /* the window kept drawing (an animation): the kernels shared the CPU with it */
+      g_autofree char *plain = g_steal_pointer (&status);
+      status = g_strdup_printf ("%s. The window drew %d frame%s while the kernels were timed, which may have "
+                                "slowed them: time the step again for clean figures", plain, frames,
+                                frames == 1 ? "" : "s");
+    }
+  pl_panel_set_status (self->status_label, status, frames > 0);
   g_free (self->summary);
   self->summary = g_strdup (status);
   /* The device line can be long (the compiler's flags): a tooltip. */
@@ -436,7 +448,13 @@ run_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
   PlCompileOptions options;
   pl_compile_options_init (&options, job->backend);
   job->exe = pl_executable_new (job->graph, &options, &error);
-  PlTensor **outputs = job->exe ? pl_executable_run (job->exe, inputs, job->repeats, &job->report, &error) : NULL;
+  PlTensor **outputs = NULL;
+  if (job->exe)
+    {
+      pl_quiet_wait (job->quiet, cancellable);   /* the window's own drawing would be timed too */
+      outputs = pl_executable_run (job->exe, inputs, job->repeats, &job->report, &error);
+      pl_quiet_end (job->quiet);
+    }
   pl_interp_free_outputs (inputs, n_in);
   if (!outputs)
     {
@@ -521,10 +539,12 @@ pl_run_panel_run (PlRunPanel *self, GError **error)
   job->backend = b;
   job->repeats = gtk_spin_button_get_value_as_int (self->repeat_spin);
   job->step = step;
+  job->quiet = pl_quiet_new (GTK_WIDGET (self));
   g_clear_pointer (&self->error, g_free);
   self->running = TRUE;
   update_sensitivity (self);
-  /* No spinner (see pl-window-worker.c, set_busy): the window holds still while it measures. */
+  /* No spinner (see pl-window-worker.c, set_busy): the window holds still while it measures,
+   * and the timing waits for it to be still (pl-quiet.h). */
   g_autofree char *msg = g_strdup_printf ("Compiling and timing step %d on %s… (the window holds still while it "
                                           "measures)", step, pl_backend_name (b));
   pl_panel_set_status (self->status_label, msg, FALSE);
@@ -854,6 +874,20 @@ pl_run_panel_get_report (PlRunPanel *self)
 {
   g_return_val_if_fail (PL_IS_RUN_PANEL (self), NULL);
   return self->result ? self->result->report : NULL;
+}
+
+int
+pl_run_panel_get_frames_while_timed (PlRunPanel *self)
+{
+  g_return_val_if_fail (PL_IS_RUN_PANEL (self), -1);
+  return self->result ? pl_quiet_frames (self->result->quiet) : -1;
+}
+
+double
+pl_run_panel_get_quiet_wait_ms (PlRunPanel *self)
+{
+  g_return_val_if_fail (PL_IS_RUN_PANEL (self), 0);
+  return self->result ? pl_quiet_waited_ms (self->result->quiet) : 0;
 }
 
 const char *

@@ -38,6 +38,11 @@ gboolean           pl_run_panel_is_running     (PlRunPanel *self);
 /* The last run's report (NULL before one succeeded) and error (NULL if none). */
 const PlRunReport *pl_run_panel_get_report     (PlRunPanel *self);
 const char        *pl_run_panel_get_error      (PlRunPanel *self);
+/* The last run's frames that the window drew while its kernels were timed
+ * (pl-quiet.h; reported in the status line when any), and how long the run
+ * waited for the window to be still, ms; -1 and 0 before a run. */
+int                pl_run_panel_get_frames_while_timed (PlRunPanel *self);
+double             pl_run_panel_get_quiet_wait_ms      (PlRunPanel *self);
 /* Kernel rows shown in the table. */
 int                pl_run_panel_get_n_rows     (PlRunPanel *self);
 /* Selects kernel i (report order): row, bar, code view and canvas node. */

@@ -16,6 +16,7 @@
 #include "calibrate.h"
 #include "pass-manager.h"
 #include "pl-panel-util.h"
+#include "pl-quiet.h"
 
 #define DEFAULT_TRIALS 32
 
@@ -27,6 +28,7 @@ typedef struct {
   int           trials;
   PlTuneResult *result;
   double        fma_peak;  /* the cpu's peak, GFLOP/s (the calibration's; 0: unknown) */
+  PlQuiet      *quiet;     /* the window's frames while the trials were timed */
 } TuneJob;
 
 struct _PlTunePanel
@@ -51,6 +53,7 @@ struct _PlTunePanel
   gboolean       abandoned;        /* ... and Cancel was pressed: drop what it brings */
   PlTuneResult  *result;
   double         fma_peak;         /* the result's cpu peak, GFLOP/s (0: unknown) */
+  int            frames;           /* the result's frames drawn while it was timed (pl-quiet.h) */
   char          *error;
   char          *verdict;
   gboolean       syncing;          /* the selection is being propagated: ignore echoes */
@@ -68,6 +71,7 @@ tune_job_free (TuneJob *job)
     return;
   g_clear_pointer (&job->result, pl_tune_result_free);
   g_clear_pointer (&job->graph, pl_graph_free);
+  g_clear_pointer (&job->quiet, pl_quiet_free);
   g_free (job->key);
   g_free (job);
 }
@@ -357,7 +361,13 @@ show_result (PlTunePanel *self)
   g_autofree char *status = g_strdup_printf ("Tuned %s in %s: best tile %s, %s", r->conv, pl_layout_name (r->layout),
                                              r->best_pruned_ms <= r->best_full_ms ? pt : ft,
                                              r->best_pruned_ms <= r->best_full_ms ? pm : fm);
-  pl_panel_set_status (self->status_label, status, FALSE);
+  if (self->frames > 0)
+    {
+      g_autofree char *plain = g_steal_pointer (&status);
+      status = g_strdup_printf ("%s. The window drew %d frame%s while the trials were timed, which may have slowed "
+                                "them: tune again for clean figures", plain, self->frames, self->frames == 1 ? "" : "s");
+    }
+  pl_panel_set_status (self->status_label, status, self->frames > 0);
 }
 
 /* --- tuning -------------------------------------------------------------------------------------- */
@@ -374,7 +384,9 @@ tune_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancella
     }
   PlTuneOptions options = { .max_trials = job->trials, .repeat = 0, .seed = 1, .cache_dir = NULL };
   GError *error = NULL;
+  pl_quiet_wait (job->quiet, cancellable);   /* the window's own drawing would be timed too */
   job->result = pl_tune_conv (conv, job->layout, &options, &error);
+  pl_quiet_end (job->quiet);
   if (job->result)
     {
       /* measured once per machine and cached: a few tenths of a second the first time */
@@ -427,6 +439,7 @@ tune_done (GObject *source, GAsyncResult *res, gpointer user_data)
       g_clear_pointer (&self->result, pl_tune_result_free);
       self->result = g_steal_pointer (&job->result);
       self->fma_peak = job->fma_peak;
+      self->frames = pl_quiet_frames (job->quiet);
       show_result (self);
     }
   else
@@ -469,6 +482,7 @@ pl_tune_panel_run (PlTunePanel *self, GError **error)
   job->key = g_strdup (key);
   job->layout = pl_tune_panel_get_layout (self);
   job->trials = gtk_spin_button_get_value_as_int (self->trials_spin);
+  job->quiet = pl_quiet_new (GTK_WIDGET (self));
   g_clear_pointer (&self->error, g_free);
   self->running = TRUE;
   update_sensitivity (self);
