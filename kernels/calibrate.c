@@ -28,6 +28,12 @@
  * is one round: measured again when needed); saving re-reads the file, merges and replaces it
  * atomically (g_file_set_contents).
  *
+ * A node's entries are measured together: when a conv or pool lacks one
+ * (a layout, an impl, a kernel whose generator changed), every layout and
+ * impl of it is measured again in the same batch, since the pass compares
+ * them and this machine's speed drifts by some 20% between calibrations
+ * (group_stale in calibrate-measure.c).
+ *
  * A process measures an entry once (unless asked to remeasure), and an
  * entry's value, once the process has read or measured it, stays its value
  * (a table of its own, under a lock): also when measured in fewer calm
