@@ -15,29 +15,6 @@
 
 #include "calibrate.h"
 
-/* The Conv a kernel runs: its node, or the one in its fusion body. */
-static const PlNode *
-kernel_conv (const PlNode *n)
-{
-  if (n->op == PL_OP_Conv)
-    return n;
-  if (!n->body)
-    return NULL;
-  for (guint i = 0; i < n->body->nodes->len; i++)
-    {
-      const PlNode *b = kernel_conv (n->body->nodes->pdata[i]);
-      if (b)
-        return b;
-    }
-  return NULL;
-}
-
-static const char *
-source_name (PlCostSource s)
-{
-  return s == PL_COST_MEASURED ? "measured" : s == PL_COST_ANALYTIC ? "analytic" : "table";
-}
-
 void
 pl_cli_print_predicted (const PlGraph *g, const PlRunReport *r)
 {
@@ -60,33 +37,15 @@ pl_cli_print_predicted (const PlGraph *g, const PlRunReport *r)
       const PlNode *node = pl_graph_node_by_id (g, k->node_id);
       if (!node)
         continue;
-      const PlNode *conv = kernel_conv (node);
       PlCost c;
       g_autofree char *layout = NULL;
       const char *op;
-      if (conv && conv->outputs[0])
-        {
-          PlConvDesc d;
-          g_autofree char *why = NULL;
-          if (!pl_conv_desc_from_node (conv, &d, &why))
-            continue;
-          c = pl_calibration_conv (cal, conv, d.y_layout, d.impl);
-          layout = g_strdup_printf ("%s %s", pl_layout_name (d.y_layout), d.impl == PL_CONV_IMPL_DIRECT ? "direct" : "gemm");
-          op = node->body ? "Conv+epilogue" : "Conv";
-        }
-      else if (node->op == PL_OP_LayoutTransform && node->inputs[0])
-        {
-          c = pl_calibration_transform (cal, node->inputs[0], node->inputs[0]->layout, node->outputs[0]->layout);
-          layout = g_strdup_printf ("%s>%s", pl_layout_name (node->inputs[0]->layout),
-                                    pl_layout_name (node->outputs[0]->layout));
-          op = "LayoutTransform";
-        }
-      else
+      if (!pl_calibration_predict_kernel (cal, node, &c, &op, &layout))
         continue;
       double ratio = c.ms > 0 ? k->median_ms / c.ms : NAN;
       g_autofree char *name = g_utf8_strlen (k->name, -1) > 24 ? g_strdup_printf ("%.21s...", k->name) : g_strdup (k->name);
       printf ("%-24s %-16s %-14s %12.4f %12.4f %7.2fx  %s\n", name, op, layout, c.ms, k->median_ms, ratio,
-              source_name (c.source));
+              pl_cost_source_name (c.source));
       sum_p += c.ms;
       sum_m += k->median_ms;
       if (isfinite (ratio))

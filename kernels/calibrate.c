@@ -705,6 +705,47 @@ pl_calibration_transform (PlCalibration *cal, const PlValue *v, PlLayout from, P
   return (PlCost) { 2.0 * (double) bytes / pl_cal_bandwidth (cal), PL_COST_ANALYTIC };
 }
 
+/* The Conv a kernel runs: its node, or the one in its fusion body. */
+static const PlNode *
+kernel_conv (const PlNode *n)
+{
+  if (n->op == PL_OP_Conv)
+    return n;
+  for (guint i = 0; n->body && i < n->body->nodes->len; i++)
+    {
+      const PlNode *b = kernel_conv (n->body->nodes->pdata[i]);
+      if (b)
+        return b;
+    }
+  return NULL;
+}
+
+bool
+pl_calibration_predict_kernel (PlCalibration *cal, const PlNode *node, PlCost *cost, const char **what, char **how)
+{
+  const PlNode *conv = node ? kernel_conv (node) : NULL;
+  if (conv && conv->outputs[0])
+    {
+      PlConvDesc d;
+      g_autofree char *why = NULL;
+      if (!pl_conv_desc_from_node (conv, &d, &why))
+        return false;
+      *cost = pl_calibration_conv (cal, conv, d.y_layout, d.impl);
+      *what = node->body ? "Conv+epilogue" : "Conv";
+      *how = g_strdup_printf ("%s %s", pl_layout_name (d.y_layout), impl_name (d.impl));
+      return true;
+    }
+  if (node && node->op == PL_OP_LayoutTransform && node->inputs[0] && node->outputs[0])
+    {
+      PlLayout from = node->inputs[0]->layout, to = node->outputs[0]->layout;
+      *cost = pl_calibration_transform (cal, node->inputs[0], from, to);
+      *what = "LayoutTransform";
+      *how = g_strdup_printf ("%s>%s", pl_layout_name (from), pl_layout_name (to));
+      return true;
+    }
+  return false;
+}
+
 PlCost
 pl_calibration_pool (PlCalibration *cal, const PlNode *pool, PlLayout layout)
 {

@@ -77,6 +77,17 @@ void           pl_calibration_set     (PlCalibration *cal, const char *key, doub
 bool           pl_calibration_load_table (PlCalibration *cal, const char *path, GError **error);
 /* The cost of moving bytes (read + written) at the memcpy ceiling (analytic). */
 PlCost         pl_calibration_bytes   (PlCalibration *cal, int64_t bytes);
+/* The cost model's prediction for the kernel that runs node in a planned
+ * graph, to set against the kernel's measured time (seed 003 asks for both):
+ * a Conv, alone or the one in a fusion's body (the conv's own cost: the
+ * epilogue is not counted), in its output's layout and impl; or a
+ * LayoutTransform. False for any other node. what: "Conv",
+ * "Conv+epilogue" or "LayoutTransform"; how (g_free it): "NHWC direct",
+ * "NCHW>NHWC". Nothing is measured here: a calibration without measuring
+ * that uses the cache (pl_calibration_use_cache) predicts what the layout
+ * pass predicted. */
+bool           pl_calibration_predict_kernel (PlCalibration *cal, const PlNode *node, PlCost *cost,
+                                              const char **what, char **how);
 /* The machine's ceilings (measured once, cached): memcpy GB/s (read + write), GEMM GFLOP/s. */
 void           pl_calibration_ceilings (PlCalibration *cal, double *gbps, double *gflops);
 /* The cpu's arithmetic peak in GFLOP/s (f32 fused multiply-adds in

@@ -7,6 +7,7 @@
 #define G_LOG_DOMAIN "passlab"
 
 #include <errno.h>
+#include <math.h>
 #include <unistd.h>
 
 #include <glib/gstdio.h>
@@ -368,6 +369,59 @@ test_run_waits_for_quiet (void)
   pl_test_ui_close_window (win);
 }
 
+/* After the layout pass the table has the cost model's prediction beside
+ * each conv's and layout transform's measured time (as exec --predicted),
+ * and the status line their sums; other kernels have none. */
+static void
+test_predicted (void)
+{
+  PL_TEST_UI_REQUIRE_DISPLAY ();
+  PL_TEST_UI_REQUIRE_BACKEND (PL_BACKEND_CPU);
+  PlWindow *win = open_window ("resnet_block.graph",
+                               "simplify,layout{cost=analytic force=NHWC impls=direct},fuse-library,fuse-loops");
+  PlRunPanel *panel = run_panel (win);
+  pl_run_panel_set_backend (panel, PL_BACKEND_CPU);
+  pl_run_panel_set_repeats (panel, 3);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (pl_run_panel_run_sync (panel, &error));
+  const PlRunReport *r = pl_run_panel_get_report (panel);
+  const PlGraph *g = pl_history_step (pl_window_get_history (win), pl_window_get_step (win))->graph;
+  int n_convs = 0, n_transforms = 0;
+  for (int i = 0; i < r->n_kernels; i++)
+    {
+      const PlNode *n = pl_graph_node_by_id (g, r->kernels[i].node_id);
+      gboolean conv = n->op == PL_OP_Conv;
+      for (guint j = 0; n->body && j < n->body->nodes->len; j++)
+        conv |= ((PlNode *) n->body->nodes->pdata[j])->op == PL_OP_Conv;
+      double p = pl_run_panel_get_predicted_ms (panel, i);
+      g_test_message ("%s: measured %.4f ms, predicted %.4f ms", r->kernels[i].name, r->kernels[i].median_ms, p);
+      if (conv || n->op == PL_OP_LayoutTransform)
+        {
+          g_assert_true (isfinite (p) && p > 0);
+          n_convs += conv;
+          n_transforms += !conv;
+        }
+      else
+        g_assert_true (isnan (p));
+    }
+  g_assert_cmpint (n_convs, ==, 2);
+  g_assert_cmpint (n_transforms, ==, 2);   /* x in, out back to NCHW */
+  g_autofree char *summary = pl_run_panel_get_summary (panel);
+  g_assert_nonnull (strstr (summary, "; convs and transforms "));
+  g_assert_nonnull (strstr (summary, "4 kernels, the layout pass's cost model)"));
+  g_autofree char *text = pl_test_ui_widget_text (panel);
+  g_assert_nonnull (strstr (text, "Predicted"));
+  g_assert_true (isnan (pl_run_panel_get_predicted_ms (panel, r->n_kernels)));
+
+  /* the reference backend: no predictions */
+  pl_run_panel_set_backend (panel, PL_BACKEND_REFERENCE);
+  g_assert_true (pl_run_panel_run_sync (panel, &error));
+  g_assert_true (isnan (pl_run_panel_get_predicted_ms (panel, 0)));
+  g_autofree char *plain = pl_run_panel_get_summary (panel);
+  g_assert_null (strstr (plain, "predicted"));
+  pl_test_ui_close_window (win);
+}
+
 /* On the CUDA emulator (ui-run-emulated in meson.build: PASSLAB_CUDA=emulator)
  * the panel runs the stitched layer norm on cuda, shows the CUDA code, and
  * says that the times are not a GPU's. */
@@ -408,6 +462,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/UI/Run/holds-still", test_holds_still);
   g_test_add_func ("/Passlab/UI/Run/refusals", test_refusals);
   g_test_add_func ("/Passlab/UI/Run/quiet", test_quiet);
+  g_test_add_func ("/Passlab/UI/Run/predicted", test_predicted);
   g_test_add_func ("/Passlab/UI/Run/waits-for-quiet", test_run_waits_for_quiet);
   g_test_add_func ("/Passlab/UI/Run/cuda-emulated", test_cuda_emulated);
   return pl_test_ui_finish (g_test_run ());

@@ -14,7 +14,9 @@
 #include "pl-run-panel.h"
 
 #include <gtksourceview/gtksource.h>
+#include <math.h>
 
+#include "calibrate.h"
 #include "interp.h"
 #include "pass-manager.h"
 #include "pl-panel-util.h"
@@ -31,6 +33,8 @@ typedef struct {
   PlExecutable *exe;
   PlRunReport  *report;
   PlQuiet      *quiet;     /* the window's frames while the kernels were timed */
+  double       *predicted; /* per kernel: the layout pass's cost model (calibrate.h), NAN: none */
+  PlCostSource *sources;   /* ... and where each prediction came from */
 } RunJob;
 
 struct _PlRunPanel
@@ -74,6 +78,8 @@ run_job_free (RunJob *job)
   g_clear_pointer (&job->report, pl_run_report_free);
   g_clear_pointer (&job->graph, pl_graph_free);
   g_clear_pointer (&job->quiet, pl_quiet_free);
+  g_free (job->predicted);
+  g_free (job->sources);
   g_free (job);
 }
 
@@ -221,8 +227,8 @@ on_canvas_selection_changed (PlGraphCanvas *canvas, const char *key, PlRunPanel 
 /* --- showing a report ---------------------------------------------------------------------- */
 
 static GtkWidget *
-table_row (const char *name, const char *ops, const char *ms, const char *bytes, const char *gbps,
-           const char *kind, gboolean header)
+table_row (const char *name, const char *ops, const char *ms, const char *predicted, const char *bytes,
+           const char *gbps, const char *kind, gboolean header)
 {
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
   gtk_widget_set_margin_start (box, 6);
@@ -236,12 +242,19 @@ table_row (const char *name, const char *ops, const char *ms, const char *bytes,
   gtk_widget_set_hexpand (ops_cell, TRUE);
   gtk_box_append (GTK_BOX (box), ops_cell);
   gtk_box_append (GTK_BOX (box), pl_panel_cell (ms, 9, 1, FALSE));
+  gtk_box_append (GTK_BOX (box), pl_panel_cell (predicted, 9, 1, !header));
   gtk_box_append (GTK_BOX (box), pl_panel_cell (bytes, 9, 1, FALSE));
   gtk_box_append (GTK_BOX (box), pl_panel_cell (gbps, 6, 1, FALSE));
   gtk_box_append (GTK_BOX (box), pl_panel_cell (kind, 7, 0, !header));
   if (header)
     gtk_widget_add_css_class (box, "heading");
   return box;
+}
+
+static double
+predicted_at (const RunJob *job, int i)
+{
+  return job && job->predicted && i >= 0 && i < job->report->n_kernels ? job->predicted[i] : NAN;
 }
 
 static void
@@ -259,8 +272,15 @@ fill_table (PlRunPanel *self, const PlRunReport *r)
       g_autofree char *gbps = g_strdup_printf ("%.1f", k->gbps);
       g_autofree char *kind = k->fallback ? g_strdup_printf ("%s (fallback)", k->kind ? k->kind : "op")
                                           : g_strdup (k->kind ? k->kind : "");
-      GtkWidget *row = table_row (k->name, ops ? ops : "", ms, bytes, gbps, kind, FALSE);
-      gtk_widget_set_tooltip_text (row, k->note && *k->note ? k->note : k->ops);
+      double p = predicted_at (self->result, i);
+      g_autofree char *pms = isfinite (p) ? format_ms (p) : g_strdup ("");
+      GtkWidget *row = table_row (k->name, ops ? ops : "", ms, pms, bytes, gbps, kind, FALSE);
+      g_autofree char *tip = isfinite (p) ? g_strdup_printf ("%s\npredicted %s (%s by the layout pass's cost model), "
+                                                            "measured %s: %.2fx", k->note && *k->note ? k->note : k->ops,
+                                                            pms, pl_cost_source_name (self->result->sources[i]), ms,
+                                                            p > 0 ? k->median_ms / p : NAN)
+                                          : g_strdup (k->note && *k->note ? k->note : k->ops);
+      gtk_widget_set_tooltip_text (row, tip);
       gtk_list_box_append (self->table, row);
     }
 }
@@ -412,6 +432,22 @@ show_report (PlRunPanel *self)
                                              self->result->step, pl_backend_name (r->backend),
                                              r->emulated ? " (emulated on the CPU: results are checked, times are not a GPU's)" : "",
                                              r->n_kernels, r->n_kernels == 1 ? "" : "s", total, r->repeats, peak);
+  double predicted = 0, measured = 0;
+  int n_predicted = 0;
+  for (int i = 0; i < r->n_kernels; i++)
+    if (isfinite (predicted_at (self->result, i)))
+      {
+        predicted += predicted_at (self->result, i);
+        measured += r->kernels[i].median_ms;
+        n_predicted++;
+      }
+  if (n_predicted > 0 && predicted > 0)
+    {
+      g_autofree char *plain = g_steal_pointer (&status);
+      g_autofree char *p = format_ms (predicted), *m = format_ms (measured);
+      status = g_strdup_printf ("%s; convs and transforms %s, predicted %s (%.2fx; %d kernels, the layout pass's "
+                                "cost model)", plain, m, p, measured / predicted, n_predicted);
+    }
   int frames = pl_quiet_frames (self->result->quiet);
   if (frames > 0)
     {
@@ -432,6 +468,34 @@ show_report (PlRunPanel *self)
 }
 
 /* --- running ------------------------------------------------------------------------------- */
+
+/* The layout pass's cost model for each conv and layout-transform kernel of
+ * the run (as `passlab-cli exec --predicted`): what it predicted against what
+ * ran. Not on the reference backend, nor on the CUDA emulator (its
+ * analytic ceilings would be measured on the emulator). */
+static void
+predict (RunJob *job)
+{
+  const PlRunReport *r = job->report;
+  if (job->backend == PL_BACKEND_REFERENCE || r->emulated || r->n_kernels == 0)
+    return;
+  g_autoptr (PlCalibration) cal = pl_calibration_new (job->backend, false, NULL);
+  if (!cal)
+    return;
+  pl_calibration_use_cache (cal);
+  job->predicted = g_new (double, r->n_kernels);
+  job->sources = g_new0 (PlCostSource, r->n_kernels);
+  for (int i = 0; i < r->n_kernels; i++)
+    {
+      const PlNode *node = pl_graph_node_by_id (job->graph, r->kernels[i].node_id);
+      PlCost c;
+      const char *what;
+      g_autofree char *how = NULL;
+      gboolean known = node && pl_calibration_predict_kernel (cal, node, &c, &what, &how) && isfinite (c.ms);
+      job->predicted[i] = known ? c.ms : NAN;
+      job->sources[i] = known ? c.source : PL_COST_ANALYTIC;
+    }
+}
 
 static void
 run_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
@@ -462,6 +526,7 @@ run_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellab
       return;
     }
   pl_interp_free_outputs (outputs, (int) job->graph->outputs->len);
+  predict (job);
   g_task_return_boolean (task, TRUE);
 }
 
@@ -689,7 +754,7 @@ static GtkWidget *
 build_table (PlRunPanel *self)
 {
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
-  gtk_box_append (GTK_BOX (box), table_row ("Kernel", "Ops", "Median", "Bytes", "GB/s", "Kind", TRUE));
+  gtk_box_append (GTK_BOX (box), table_row ("Kernel", "Ops", "Median", "Predicted", "Bytes", "GB/s", "Kind", TRUE));
   self->table = GTK_LIST_BOX (gtk_list_box_new ());
   gtk_list_box_set_selection_mode (self->table, GTK_SELECTION_SINGLE);
   GtkWidget *empty = gtk_label_new ("No run yet.");
@@ -874,6 +939,13 @@ pl_run_panel_get_report (PlRunPanel *self)
 {
   g_return_val_if_fail (PL_IS_RUN_PANEL (self), NULL);
   return self->result ? self->result->report : NULL;
+}
+
+double
+pl_run_panel_get_predicted_ms (PlRunPanel *self, int kernel)
+{
+  g_return_val_if_fail (PL_IS_RUN_PANEL (self), NAN);
+  return predicted_at (self->result, kernel);
 }
 
 int

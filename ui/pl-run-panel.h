@@ -38,6 +38,12 @@ gboolean           pl_run_panel_is_running     (PlRunPanel *self);
 /* The last run's report (NULL before one succeeded) and error (NULL if none). */
 const PlRunReport *pl_run_panel_get_report     (PlRunPanel *self);
 const char        *pl_run_panel_get_error      (PlRunPanel *self);
+/* The layout pass's cost model for the last run's kernel i (report order):
+ * a conv's or a layout transform's predicted time, as `passlab-cli exec
+ * --predicted` (calibrate.h); NAN for other kernels, on the reference
+ * backend and on the CUDA emulator. Shown in the table's Predicted column,
+ * their sum against the measured one in the status line. */
+double             pl_run_panel_get_predicted_ms (PlRunPanel *self, int kernel);
 /* The last run's frames that the window drew while its kernels were timed
  * (pl-quiet.h; reported in the status line when any), and how long the run
  * waited for the window to be still, ms; -1 and 0 before a run. */
