@@ -16,6 +16,7 @@
 #include "pl-application.h"
 #include "pl-quiet.h"
 #include "pl-run-panel.h"
+#include "pl-window-private.h"   /* pl_window_show_bottom_page */
 #include "pl-window.h"
 #include "test-ui-util.h"
 
@@ -369,6 +370,49 @@ test_run_waits_for_quiet (void)
   pl_test_ui_close_window (win);
 }
 
+static GtkWidget *
+find_list_box (GtkWidget *w)
+{
+  if (GTK_IS_LIST_BOX (w))
+    return w;
+  for (GtkWidget *c = gtk_widget_get_first_child (w); c; c = gtk_widget_get_next_sibling (c))
+    {
+      GtkWidget *found = find_list_box (c);
+      if (found)
+        return found;
+    }
+  return NULL;
+}
+
+/* The kernel table's heading cells stand over the rows' cells: every
+ * column but the last starts and ends where the first row's does. */
+static void
+assert_columns_aligned (PlRunPanel *panel)
+{
+  GtkWidget *list = find_list_box (GTK_WIDGET (panel));
+  g_assert_nonnull (list);
+  GtkWidget *table = gtk_widget_get_parent (gtk_widget_get_parent (gtk_widget_get_parent (list)));
+  GtkWidget *heading = gtk_widget_get_first_child (table);
+  GtkWidget *row = gtk_list_box_row_get_child (gtk_list_box_get_row_at_index (GTK_LIST_BOX (list), 0));
+  pl_window_show_bottom_page (PL_WINDOW (gtk_widget_get_root (GTK_WIDGET (panel))), "run");
+  for (int i = 0; i < 200 && gtk_widget_get_width (row) <= 0; i++)
+    g_main_context_iteration (NULL, FALSE), g_usleep (5000);
+  g_assert_cmpint (gtk_widget_get_width (row), >, 0);
+  GtkWidget *h = gtk_widget_get_first_child (heading), *c = gtk_widget_get_first_child (row);
+  int n = 0;
+  for (; h && c && gtk_widget_get_next_sibling (h); h = gtk_widget_get_next_sibling (h), c = gtk_widget_get_next_sibling (c))
+    {
+      graphene_rect_t hb, cb;
+      g_assert_true (gtk_widget_compute_bounds (h, GTK_WIDGET (panel), &hb));
+      g_assert_true (gtk_widget_compute_bounds (c, GTK_WIDGET (panel), &cb));
+      g_test_message ("column %d: heading %.0f..%.0f, row %.0f..%.0f", n, hb.origin.x, hb.origin.x + hb.size.width,
+                      cb.origin.x, cb.origin.x + cb.size.width);
+      g_assert_cmpfloat (fabs (hb.origin.x + hb.size.width - cb.origin.x - cb.size.width), <=, 4);   /* the list row's own inset */
+      n++;
+    }
+  g_assert_cmpint (n, ==, 6);
+}
+
 /* After the layout pass the table has the cost model's prediction beside
  * each conv's and layout transform's measured time (as exec --predicted),
  * and the status line their sums; other kernels have none. */
@@ -412,6 +456,7 @@ test_predicted (void)
   g_autofree char *text = pl_test_ui_widget_text (panel);
   g_assert_nonnull (strstr (text, "Predicted"));
   g_assert_true (isnan (pl_run_panel_get_predicted_ms (panel, r->n_kernels)));
+  assert_columns_aligned (panel);
 
   /* the reference backend: no predictions */
   pl_run_panel_set_backend (panel, PL_BACKEND_REFERENCE);

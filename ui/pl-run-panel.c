@@ -37,6 +37,9 @@ typedef struct {
   PlCostSource *sources;   /* ... and where each prediction came from */
 } RunJob;
 
+/* The kernel table's columns (table_row). */
+enum { COL_NAME, COL_OPS, COL_MEDIAN, COL_PREDICTED, COL_BYTES, COL_GBPS, COL_KIND, N_COLUMNS };
+
 struct _PlRunPanel
 {
   GtkBox         parent_instance;
@@ -62,6 +65,7 @@ struct _PlRunPanel
   int            selected;         /* kernel index, -1 none */
   gboolean       syncing;          /* selection being propagated: ignore echoes */
   GPtrArray     *annotated;        /* canvas keys annotated by the last run */
+  GtkSizeGroup  *column_width[N_COLUMNS];  /* one per column but Ops (table_row) */
 };
 
 G_DEFINE_FINAL_TYPE (PlRunPanel, pl_run_panel, GTK_TYPE_BOX)
@@ -226,26 +230,37 @@ on_canvas_selection_changed (PlGraphCanvas *canvas, const char *key, PlRunPanel 
 
 /* --- showing a report ---------------------------------------------------------------------- */
 
+/* A row of the kernel table: cells in the order of COLUMNS. Each column's
+ * cells share a size group, the heading's too: its bold cells are wider
+ * than the rows' at the same width in characters, and the rows sit inside
+ * the list's padding, so widths in characters alone let the numbers drift
+ * out from under their headings. */
+static const struct { int chars; float xalign; gboolean dim; } COLUMNS[N_COLUMNS] = {
+  { 12, 0, FALSE }, { 10, 0, TRUE }, { 9, 1, FALSE }, { 9, 1, TRUE }, { 9, 1, FALSE }, { 6, 1, FALSE }, { 7, 0, TRUE },
+};
+
 static GtkWidget *
-table_row (const char *name, const char *ops, const char *ms, const char *predicted, const char *bytes,
-           const char *gbps, const char *kind, gboolean header)
+table_row (PlRunPanel *self, const char *const cells[N_COLUMNS], gboolean header)
 {
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
   gtk_widget_set_margin_start (box, 6);
   gtk_widget_set_margin_end (box, 6);
   gtk_widget_set_margin_top (box, 2);
   gtk_widget_set_margin_bottom (box, 2);
-  gtk_box_append (GTK_BOX (box), pl_panel_cell (name, 12, 0, FALSE));
-  GtkWidget *ops_cell = pl_panel_cell (ops, 10, 0, !header);
-  gtk_label_set_max_width_chars (GTK_LABEL (ops_cell), 60);
-  gtk_label_set_ellipsize (GTK_LABEL (ops_cell), PANGO_ELLIPSIZE_END);
-  gtk_widget_set_hexpand (ops_cell, TRUE);
-  gtk_box_append (GTK_BOX (box), ops_cell);
-  gtk_box_append (GTK_BOX (box), pl_panel_cell (ms, 9, 1, FALSE));
-  gtk_box_append (GTK_BOX (box), pl_panel_cell (predicted, 9, 1, !header));
-  gtk_box_append (GTK_BOX (box), pl_panel_cell (bytes, 9, 1, FALSE));
-  gtk_box_append (GTK_BOX (box), pl_panel_cell (gbps, 6, 1, FALSE));
-  gtk_box_append (GTK_BOX (box), pl_panel_cell (kind, 7, 0, !header));
+  for (int c = 0; c < N_COLUMNS; c++)
+    {
+      GtkWidget *cell = pl_panel_cell (cells[c], COLUMNS[c].chars, COLUMNS[c].xalign, COLUMNS[c].dim && !header);
+      if (c == COL_OPS)
+        {
+          /* the one column that takes the room left */
+          gtk_label_set_max_width_chars (GTK_LABEL (cell), 60);
+          gtk_label_set_ellipsize (GTK_LABEL (cell), PANGO_ELLIPSIZE_END);
+          gtk_widget_set_hexpand (cell, TRUE);
+        }
+      else
+        gtk_size_group_add_widget (self->column_width[c], cell);
+      gtk_box_append (GTK_BOX (box), cell);
+    }
   if (header)
     gtk_widget_add_css_class (box, "heading");
   return box;
@@ -274,7 +289,8 @@ fill_table (PlRunPanel *self, const PlRunReport *r)
                                           : g_strdup (k->kind ? k->kind : "");
       double p = predicted_at (self->result, i);
       g_autofree char *pms = isfinite (p) ? format_ms (p) : g_strdup ("");
-      GtkWidget *row = table_row (k->name, ops ? ops : "", ms, pms, bytes, gbps, kind, FALSE);
+      const char *cells[N_COLUMNS] = { k->name, ops ? ops : "", ms, pms, bytes, gbps, kind };
+      GtkWidget *row = table_row (self, cells, FALSE);
       g_autofree char *tip = isfinite (p) ? g_strdup_printf ("%s\npredicted %s (%s by the layout pass's cost model), "
                                                             "measured %s: %.2fx", k->note && *k->note ? k->note : k->ops,
                                                             pms, pl_cost_source_name (self->result->sources[i]), ms,
@@ -754,7 +770,10 @@ static GtkWidget *
 build_table (PlRunPanel *self)
 {
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
-  gtk_box_append (GTK_BOX (box), table_row ("Kernel", "Ops", "Median", "Predicted", "Bytes", "GB/s", "Kind", TRUE));
+  const char *heading[N_COLUMNS] = { "Kernel", "Ops", "Median", "Predicted", "Bytes", "GB/s", "Kind" };
+  for (int c = 0; c < N_COLUMNS; c++)
+    self->column_width[c] = gtk_size_group_new (GTK_SIZE_GROUP_HORIZONTAL);
+  gtk_box_append (GTK_BOX (box), table_row (self, heading, TRUE));
   self->table = GTK_LIST_BOX (gtk_list_box_new ());
   gtk_list_box_set_selection_mode (self->table, GTK_SELECTION_SINGLE);
   GtkWidget *empty = gtk_label_new ("No run yet.");
@@ -868,6 +887,8 @@ pl_run_panel_finalize (GObject *object)
   g_clear_object (&self->cancellable);
   g_clear_pointer (&self->result, run_job_free);
   g_clear_pointer (&self->annotated, g_ptr_array_unref);
+  for (int c = 0; c < N_COLUMNS; c++)
+    g_clear_object (&self->column_width[c]);
   g_free (self->error);
   g_free (self->summary);
   for (int i = 0; i < N_BACKENDS; i++)
