@@ -492,7 +492,7 @@ pl_resize_nearest_form (const PlNode *node, PlResizeAxis *axes)
 #define PL_RESIZE_MAX_DENOM 4096
 
 static bool
-rational_form (const double *x, int64_t n, PlResizeLinearAxis *f)
+rational_form (const double *x, int64_t n, PlResizeSampleAxis *f)
 {
   for (int64_t c = 1; c <= PL_RESIZE_MAX_DENOM; c++)
     {
@@ -512,15 +512,17 @@ rational_form (const double *x, int64_t n, PlResizeLinearAxis *f)
 }
 
 bool
-pl_resize_linear_form (const PlNode *node, PlResizeLinearAxis *axes)
+pl_resize_sample_form (const PlNode *node, PlResizeSampleAxis *axes)
 {
   const PlValue *x = node->op == PL_OP_Resize && node->n_inputs > 0 ? node->inputs[0] : NULL;
   double scales[PL_MAX_RANK], roi[2 * PL_MAX_RANK];
   PlShape out;
   ResizeAttrs ra;
 
-  if (!x || !pl_shape_is_static (&x->shape) || !resize_attrs (node, &ra, NULL) || strcmp (ra.mode, "linear") != 0
-      || ra.exclude_outside || strcmp (ra.coord, "tf_crop_and_resize") == 0 || pl_node_attr_int (node, "antialias", 0)
+  if (!x || !pl_shape_is_static (&x->shape) || !resize_attrs (node, &ra, NULL)
+      || (strcmp (ra.mode, "linear") != 0 && strcmp (ra.mode, "cubic") != 0)
+      || (ra.exclude_outside && strcmp (ra.mode, "linear") == 0)
+      || strcmp (ra.coord, "tf_crop_and_resize") == 0 || pl_node_attr_int (node, "antialias", 0)
       || resize_shape (node, NULL, &x->shape, scales, roi, &out, NULL) != 1)
     return false;
   bool ok = true;

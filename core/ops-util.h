@@ -69,17 +69,20 @@ typedef struct {
   int64_t b, m, o, q;
 } PlResizeAxis;
 bool      pl_resize_nearest_form   (const PlNode *node, PlResizeAxis *axes);
-/* A linear Resize of a static input with constant scales or sizes (no
- * antialias, exclude_outside or tf_crop_and_resize) whose every axis maps
- * output coordinate o to source coordinate x = (a o + b) / c (a >= 0,
- * c >= 1, b any integer; a = c and b = 0 where the axis is not resized):
- * those numbers per axis. The reference's two taps are then floor ((a o + b
- * - 1) / c) and the next, clamped into the input, the second weighted
- * (((a o + b - 1) mod c) + 1) / c. False when any of it is unknown. */
+/* A linear or cubic Resize of a static input with constant scales or sizes
+ * (no antialias or tf_crop_and_resize; a linear one without
+ * exclude_outside) whose every axis maps output coordinate o to source
+ * coordinate x = (a o + b) / c (a >= 0, c >= 1, b any integer; a = c and
+ * b = 0 where the axis is not resized): those numbers per axis. The
+ * reference's taps are then, with q = floor ((a o + b - 1) / c) (ties to
+ * the left) and r = (((a o + b - 1) mod c) + 1) / c in (0, 1]: linear q
+ * and q + 1, weighted 1 - r and r; cubic q - 1 .. q + 2, weighted by the
+ * cubic kernel at 1 + r, r, 1 - r and 2 - r; clamped into the input. False
+ * when any of it is unknown. */
 typedef struct {
   int64_t a, b, c;
-} PlResizeLinearAxis;
-bool      pl_resize_linear_form    (const PlNode *node, PlResizeLinearAxis *axes);
+} PlResizeSampleAxis;
+bool      pl_resize_sample_form    (const PlNode *node, PlResizeSampleAxis *axes);
 
 /* A new output tensor; like pl_tensor_new. */
 PlTensor *pl_out_new            (PlDType dtype, int rank, const int64_t *dims, GError **error);

@@ -64,7 +64,7 @@ bool pl_lower_row_axes (const PlNode *node, bool *mask);
 int  pl_lower_concat   (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_pad      (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_trilu    (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
-int  pl_lower_resize_linear (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
+int  pl_lower_resize_sample (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_gather   (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_gather_elements (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_gather_nd (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);

@@ -857,8 +857,8 @@ lower_node_output (PlLower *L, PlNode *node, int out, PlValue *v, const PlIdx *c
     {
     case PL_OP_Reshape: case PL_OP_Flatten: case PL_OP_Squeeze: case PL_OP_Unsqueeze:
     case PL_OP_Resize:
-      if (strcmp (pl_node_attr_string (node, "mode", "nearest"), "linear") == 0)
-        return pl_lower_resize_linear (L, node, v, idx);
+      if (strcmp (pl_node_attr_string (node, "mode", "nearest"), "nearest") != 0)
+        return pl_lower_resize_sample (L, node, v, idx);   /* linear, cubic */
       return lower_view (L, node, out, v, idx);
     case PL_OP_Transpose: case PL_OP_Expand: case PL_OP_Identity: case PL_OP_Slice: case PL_OP_Split:
     case PL_OP_Tile: case PL_OP_DepthToSpace: case PL_OP_SpaceToDepth:

@@ -136,24 +136,48 @@ pl_lower_trilu (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *c
   return pl_lower_select (L, keep, pl_lower_value (L, node->inputs[0], idx), pl_lower_const (L, v->dtype, 0));
 }
 
-/* Resize, linear (pl_resize_linear_form: x = (a o + b) / c along each
- * axis): with u = a o + b - 1 + K c (K the fewest steps of c that make it
- * >= 0), the taps u / c - K and the next, clamped into the input, weighted
- * 1 - r and r, r = (u mod c + 1) / c; the sum over the corners of the
- * resized axes of the products of their weights (2^n loads). An axis with
- * c = 1 has r = 1: its second tap alone. */
-int
-pl_lower_resize_linear (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
+/* The cubic kernel of coefficient a at distance t (0 <= t <= 2), as the
+ * reference's pl_cubic_weights: (a+2)|t|^3 - (a+3)|t|^2 + 1 within 1,
+ * a|t|^3 - 5a|t|^2 + 8a|t| - 4a beyond. t is a value of type dtype. */
+static int
+cubic_weight (PlLower *L, PlDType dtype, double a, int t, bool near)
 {
-  PlResizeLinearAxis f[PL_MAX_RANK];
+  int k0 = pl_lower_const (L, dtype, near ? a + 2 : a), k1 = pl_lower_const (L, dtype, near ? a + 3 : 5 * a);
+  int w = pl_lower_binary (L, PL_SOP_SUB, pl_lower_binary (L, PL_SOP_MUL, k0, t), k1);   /* k0 t - k1 */
+  if (near)
+    return pl_lower_binary (L, PL_SOP_ADD, pl_lower_binary (L, PL_SOP_MUL, pl_lower_binary (L, PL_SOP_MUL, w, t), t),
+                            pl_lower_const (L, dtype, 1));
+  w = pl_lower_binary (L, PL_SOP_ADD, pl_lower_binary (L, PL_SOP_MUL, w, t), pl_lower_const (L, dtype, 8 * a));
+  return pl_lower_binary (L, PL_SOP_SUB, pl_lower_binary (L, PL_SOP_MUL, w, t), pl_lower_const (L, dtype, 4 * a));
+}
+
+/* Resize, linear and cubic (pl_resize_sample_form: x = (a o + b) / c along
+ * each axis): with u = a o + b - 1 + K c (K the fewest steps of c that make
+ * it >= 0), q = u / c - K and r = (u mod c + 1) / c: linear's taps q and
+ * q + 1 weighted 1 - r and r, cubic's q - 1 .. q + 2 weighted by the cubic
+ * kernel (cubic_weight) at 1 + r, r, 1 - r, 2 - r, clamped into the input
+ * (with exclude_outside, a tap outside weighs 0 and the others are divided
+ * by their sum); the sum over the corners of the resized axes of the
+ * products of their weights (2^n or 4^n loads). An axis with c = 1 has
+ * r = 1: the tap q + 1 alone, of weight 1 in both modes. */
+#define MAX_TAPS 4
+
+int
+pl_lower_resize_sample (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
+{
+  PlResizeSampleAxis f[PL_MAX_RANK];
   PlValue *in = node->inputs[0];
   int64_t id[PL_MAX_RANK];
   int rank = v->shape.rank;
-  if ((v->dtype != PL_DTYPE_F32 && v->dtype != PL_DTYPE_F64) || !pl_resize_linear_form (node, f) || !pl_shape_get_dims (&in->shape, id))
-    return pl_lower_fail (L, "%s: not a linear Resize of constant scales and a float type", node->name);
+  if ((v->dtype != PL_DTYPE_F32 && v->dtype != PL_DTYPE_F64) || !pl_resize_sample_form (node, f) || !pl_shape_get_dims (&in->shape, id))
+    return pl_lower_fail (L, "%s: not a linear or cubic Resize of constant scales and a float type", node->name);
+  const bool cubic = strcmp (pl_node_attr_string (node, "mode", "nearest"), "cubic") == 0;
+  const bool exclude = cubic && pl_node_attr_int (node, "exclude_outside", 0);
+  const double ca = pl_node_attr_float (node, "cubic_coeff_a", -0.75f);
+  const PlDType dt = v->dtype;
   PlIdxArena *A = L->arena;
-  const PlIdx *tap[PL_MAX_RANK][2];
-  int weight[PL_MAX_RANK][2], n_taps[PL_MAX_RANK];
+  const PlIdx *tap[PL_MAX_RANK][MAX_TAPS];
+  int weight[PL_MAX_RANK][MAX_TAPS], n_taps[PL_MAX_RANK];
   for (int k = 0; k < rank; k++)
     {
       n_taps[k] = 1;
@@ -171,13 +195,41 @@ pl_lower_resize_linear (PlLower *L, const PlNode *node, const PlValue *v, const 
           tap[k][0] = pl_idx_clamp (A, q, lift - 1, id[k]);
           continue;
         }
-      n_taps[k] = 2;
-      tap[k][0] = pl_idx_clamp (A, q, lift, id[k]);
-      tap[k][1] = pl_idx_clamp (A, q, lift - 1, id[k]);
       int r = pl_lower_index_value (L, pl_idx_add (A, pl_idx_mod (A, u, c), pl_idx_const (A, 1)));
-      r = pl_lower_binary (L, PL_SOP_MUL, pl_lower_cast (L, r, v->dtype), pl_lower_const (L, v->dtype, 1.0 / (double) c));
-      weight[k][1] = r;
-      weight[k][0] = pl_lower_binary (L, PL_SOP_SUB, pl_lower_const (L, v->dtype, 1), r);
+      r = pl_lower_binary (L, PL_SOP_MUL, pl_lower_cast (L, r, dt), pl_lower_const (L, dt, 1.0 / (double) c));
+      int one = pl_lower_const (L, dt, 1), s = pl_lower_binary (L, PL_SOP_SUB, one, r);   /* 1 - r */
+      if (!cubic)
+        {
+          n_taps[k] = 2;
+          tap[k][0] = pl_idx_clamp (A, q, lift, id[k]);
+          tap[k][1] = pl_idx_clamp (A, q, lift - 1, id[k]);
+          weight[k][0] = s;
+          weight[k][1] = r;
+          continue;
+        }
+      n_taps[k] = 4;
+      for (int j = 0; j < 4; j++)
+        tap[k][j] = pl_idx_clamp (A, q, lift + 1 - j, id[k]);
+      weight[k][0] = cubic_weight (L, dt, ca, pl_lower_binary (L, PL_SOP_ADD, one, r), false);
+      weight[k][1] = cubic_weight (L, dt, ca, r, true);
+      weight[k][2] = cubic_weight (L, dt, ca, s, true);
+      weight[k][3] = cubic_weight (L, dt, ca, pl_lower_binary (L, PL_SOP_ADD, one, s), false);
+      if (exclude)
+        {
+          /* tap j is q - lift - 1 + j before the clamp: inside when 0 <= it < n */
+          int qv = pl_lower_index_value (L, q), sum = -1;
+          for (int j = 0; j < 4; j++)
+            {
+              int64_t shift = lift + 1 - j;
+              int lo = pl_lower_binary (L, PL_SOP_GE, qv, pl_lower_const (L, PL_DTYPE_I64, (double) shift));
+              int hi = pl_lower_binary (L, PL_SOP_LT, qv, pl_lower_const (L, PL_DTYPE_I64, (double) (id[k] + shift)));
+              weight[k][j] = pl_lower_select (L, pl_lower_binary (L, PL_SOP_AND, lo, hi), weight[k][j],
+                                              pl_lower_const (L, dt, 0));
+              sum = sum < 0 ? weight[k][j] : pl_lower_binary (L, PL_SOP_ADD, sum, weight[k][j]);
+            }
+          for (int j = 0; j < 4; j++)
+            weight[k][j] = pl_lower_binary (L, PL_SOP_DIV, weight[k][j], sum);
+        }
     }
   /* every corner: a tap per axis */
   int sum = -1, pick[PL_MAX_RANK] = { 0 };
@@ -188,7 +240,7 @@ pl_lower_resize_linear (PlLower *L, const PlNode *node, const PlValue *v, const 
       for (int k = 0; k < rank; k++)
         {
           ii[k] = tap[k][pick[k]];
-          if (n_taps[k] == 2)
+          if (n_taps[k] > 1)
             w = w < 0 ? weight[k][pick[k]] : pl_lower_binary (L, PL_SOP_MUL, w, weight[k][pick[k]]);
         }
       int x = pl_lower_value (L, in, ii);

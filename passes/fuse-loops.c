@@ -112,8 +112,8 @@ classify (Ctx *c, const PlNode *node)
     case PL_OP_Resize:
       {
         PlResizeAxis f[PL_MAX_RANK];
-        PlResizeLinearAxis lf[PL_MAX_RANK];
-        return node->inputs[0] && (pl_resize_nearest_form (node, f) || pl_resize_linear_form (node, lf)) ? FUSE_INDEX
+        PlResizeSampleAxis lf[PL_MAX_RANK];
+        return node->inputs[0] && (pl_resize_nearest_form (node, f) || pl_resize_sample_form (node, lf)) ? FUSE_INDEX
                                                                                                        : FUSE_NONE;
       }
     case PL_OP_Concat:

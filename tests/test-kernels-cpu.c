@@ -797,6 +797,18 @@ test_resize_linear (void)
   g_assert_nonnull (strstr (dump, "const.f32 0.25"));
 }
 
+/* Cubic Resize with constant scales or sizes is generated as the weighted
+ * sum of 4 clamped taps per axis, exclude_outside too, and fuses. */
+static void
+test_resize_cubic (void)
+{
+  g_autoptr (PlRunReport) rf = NULL;
+  g_autoptr (PlGraph) f = check_unfused_and_fused (PL_TEST_RESIZE_CUBIC_GRAPH, 29, 1, &rf);
+  g_autofree char *dump = fusion_plan_dump (f, "y");   /* Exp+Resize+Relu */
+  g_assert_nonnull (strstr (dump, "loop (Exp+Resize+Relu)"));
+  g_assert_nonnull (strstr (dump, "const.f32 1.25"));   /* a + 2, a = -0.75 */
+}
+
 /* The C source of the kernel of value `name`'s producer in g. */
 static char *
 kernel_source (const PlGraph *g, const char *name)
@@ -1724,6 +1736,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/index-reflect", test_index_reflect);
   g_test_add_func ("/Passlab/KernelsCpu/resize-nearest", test_resize_nearest);
   g_test_add_func ("/Passlab/KernelsCpu/resize-linear", test_resize_linear);
+  g_test_add_func ("/Passlab/KernelsCpu/resize-cubic", test_resize_cubic);
   g_test_add_func ("/Passlab/KernelsCpu/edge-peeling", test_edge_peeling);
   g_test_add_func ("/Passlab/KernelsCpu/gemm-small", test_gemm_small);
   g_test_add_func ("/Passlab/KernelsCpu/gather", test_gather);

@@ -389,6 +389,13 @@ test_resize_linear (void)
   check_unfused_and_fused (PL_TEST_RESIZE_LINEAR_GRAPH, 6, 4);
 }
 
+/* Cubic Resize (4 weighted clamped taps per axis), alone and fused. */
+static void
+test_resize_cubic (void)
+{
+  check_unfused_and_fused (PL_TEST_RESIZE_CUBIC_GRAPH, 8, 6);
+}
+
 /* Gather (a load offset by the index), alone and beside fusions. */
 static void
 test_gather (void)
@@ -544,6 +551,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/pad-trilu", test_pad_trilu);
   g_test_add_func ("/Passlab/KernelsCuda/resize-nearest", test_resize_nearest);
   g_test_add_func ("/Passlab/KernelsCuda/resize-linear", test_resize_linear);
+  g_test_add_func ("/Passlab/KernelsCuda/resize-cubic", test_resize_cubic);
   g_test_add_func ("/Passlab/KernelsCuda/pad-modes", test_pad_modes);
   g_test_add_func ("/Passlab/KernelsCuda/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCuda/onehot", test_onehot);

@@ -194,6 +194,25 @@
   "  d = Resize(x, _, s2) {mode=\"linear\", exclude_outside=1}\n" \
   "  output y, a, b, c, d\n}\n"
 
+/* Cubic Resize with constant scales or sizes in each coordinate mode, up,
+ * down and by a fraction, with another cubic coefficient and
+ * exclude_outside (the taps outside weigh nothing), fused between an Exp
+ * and a Relu; and, against it, a linear one with exclude_outside (the
+ * reference). */
+#define PL_TEST_RESIZE_CUBIC_GRAPH \
+  "graph rc opset 13 {\n" \
+  "  input x: f32[2, 3, 6, 5]\n" \
+  "  const s2: f32[4] = [1, 1, 2, 2]\n  const s3: f32[4] = [1, 1, 3, 0.5]\n  const sd: f32[4] = [1, 1, 0.5, 0.8]\n" \
+  "  const sz: i64[4] = [2, 3, 9, 7]\n" \
+  "  e = Exp(x)\n  u = Resize(e, _, s2) {mode=\"cubic\"}\n  y = Relu(u)\n" \
+  "  a = Resize(x, _, _, sz) {mode=\"cubic\", coordinate_transformation_mode=\"align_corners\"}\n" \
+  "  b = Resize(x, _, s3) {mode=\"cubic\", coordinate_transformation_mode=\"pytorch_half_pixel\"}\n" \
+  "  c = Resize(x, _, s3) {mode=\"cubic\", coordinate_transformation_mode=\"asymmetric\"}\n" \
+  "  d = Resize(x, _, sd) {mode=\"cubic\", cubic_coeff_a=-0.5, exclude_outside=1}\n" \
+  "  f = Resize(x, _, s2) {mode=\"cubic\", cubic_coeff_a=-0.5, exclude_outside=1}\n" \
+  "  l = Resize(x, _, s2) {mode=\"linear\", exclude_outside=1}\n" \
+  "  output y, a, b, c, d, f, l\n}\n"
+
 /* Gather: an embedding lookup (axis 0, 2-D indices, some negative) feeding
  * a Relu (they fuse), axis 1 with i32 indices, axis -1 with one scalar
  * index, and a gather from a computed Exp (which stays a kernel apart). */
