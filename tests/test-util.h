@@ -213,6 +213,24 @@
   "  l = Resize(x, _, s2) {mode=\"linear\", exclude_outside=1}\n" \
   "  output y, a, b, c, d, f, l\n}\n"
 
+/* GridSample in each mode with zeros and border padding, with and without
+ * align_corners, on a grid stretched past [-1, 1] so that taps fall
+ * outside; reflection padding (the reference) beside them. */
+#define PL_TEST_GRID_SAMPLE_GRAPH \
+  "graph gs opset 16 {\n" \
+  "  input x: f32[2, 3, 5, 7]\n  input grid: f32[2, 4, 6, 2]\n" \
+  "  const k: f32[] = 1.7\n" \
+  "  g = Mul(grid, k)\n" \
+  "  a = GridSample(x, g)\n" \
+  "  b = GridSample(x, g) {padding_mode=\"border\", align_corners=1}\n" \
+  "  c = GridSample(x, g) {mode=\"nearest\"}\n" \
+  "  d = GridSample(x, g) {mode=\"nearest\", padding_mode=\"border\", align_corners=1}\n" \
+  "  e = GridSample(x, g) {mode=\"bicubic\"}\n" \
+  "  f = GridSample(x, g) {mode=\"bicubic\", padding_mode=\"border\"}\n" \
+  "  r = GridSample(x, g) {padding_mode=\"reflection\"}\n" \
+  "  y = Relu(a)\n" \
+  "  output y, b, c, d, e, f, r\n}\n"
+
 /* Gather: an embedding lookup (axis 0, 2-D indices, some negative) feeding
  * a Relu (they fuse), axis 1 with i32 indices, axis -1 with one scalar
  * index, and a gather from a computed Exp (which stays a kernel apart). */
