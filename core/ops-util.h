@@ -84,6 +84,17 @@ typedef struct {
 } PlResizeSampleAxis;
 bool      pl_resize_sample_form    (const PlNode *node, PlResizeSampleAxis *axes);
 
+/* RoiAlign's attributes as its reference reads them (opset 16 changed the
+ * default coordinate mode): false, with *error set, when it has others. */
+typedef struct {
+  bool    avg;            /* mode avg, else max */
+  bool    half_pixel;     /* coordinate_transformation_mode half_pixel, else output_half_pixel */
+  int64_t height, width;  /* output_height, output_width */
+  int64_t sampling_ratio; /* samples per bin and axis; 0: adaptive (as many as the bin is pixels) */
+  double  spatial_scale;
+} PlRoiAlignAttrs;
+bool      pl_roi_align_attrs       (const PlNode *node, PlRoiAlignAttrs *ra, GError **error);
+
 /* A new output tensor; like pl_tensor_new. */
 PlTensor *pl_out_new            (PlDType dtype, int rank, const int64_t *dims, GError **error);
 

@@ -234,16 +234,10 @@ nms_eval (const PlNode *node, PlTensor *const *inputs, PlTensor **outputs, GErro
 
 /* --- RoiAlign ---------------------------------------------------------------------- */
 
-typedef struct {
-  bool    avg;            /* mode avg, else max */
-  bool    half_pixel;     /* coordinate_transformation_mode half_pixel, else output_half_pixel */
-  int64_t height, width;  /* output_height, output_width */
-  int64_t sampling_ratio; /* samples per bin and axis; 0: adaptive */
-  double  spatial_scale;
-} RoiAttrs;
+typedef PlRoiAlignAttrs RoiAttrs;
 
-static bool
-roi_attrs (const PlNode *node, RoiAttrs *ra, GError **error)
+bool
+pl_roi_align_attrs (const PlNode *node, PlRoiAlignAttrs *ra, GError **error)
 {
   /* opset 16 added the attribute with half_pixel; before it, the output_half_pixel arithmetic */
   const char *mode = pl_node_attr_string (node, "mode", "avg");
@@ -276,7 +270,7 @@ static bool
 roi_plan (const PlNode *node, const PlShape *x, const PlShape *rois, const PlShape *idx, RoiAttrs *ra, PlShape *out,
           GError **error)
 {
-  if (!roi_attrs (node, ra, error)
+  if (!pl_roi_align_attrs (node, ra, error)
       || !check_shape (x, 4, NULL, "X", "[N, C, H, W]", error)
       || !check_shape (rois, 2, (const int64_t[]) { -1, 4 }, "rois", "[num_rois, 4]", error)
       || !check_shape (idx, 1, NULL, "batch_indices", "[num_rois]", error)

@@ -66,6 +66,7 @@ int  pl_lower_pad      (PlLower *L, const PlNode *node, const PlValue *v, const 
 int  pl_lower_trilu    (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_resize_sample (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_grid_sample (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
+int  pl_lower_roi_align (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 /* The cubic kernel of coefficient a at distance t (a value of dtype): near, within 1; else 1 to 2. */
 int  pl_lower_cubic_weight (PlLower *L, PlDType dtype, double a, int t, bool near);
 int  pl_lower_gather   (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);

@@ -268,3 +268,141 @@ pl_lower_grid_sample (PlLower *L, const PlNode *node, const PlValue *v, const Pl
   sum = pl_lower_select (L, nan, pl_lower_const (L, f, NAN), sum);
   return pl_lower_cast (L, sum, v->dtype);
 }
+
+/* --- RoiAlign -------------------------------------------------------------------------- */
+
+/* One bilinear sample at (y, x) (f64) of an h x w plane, as the
+ * reference's roi_sample: more than a pixel outside, four zero weights at
+ * offset 0; else the point clamped to the plane, its corners' offsets
+ * (y0 w + x0, ...) and weights. */
+static void
+roi_sample (PlLower *L, int y, int x, int64_t h, int64_t w, int pos[4], int weight[4])
+{
+  const PlDType f = PL_DTYPE_F64, i = PL_DTYPE_I64;
+  int zero = pl_lower_const (L, f, 0), one = pl_lower_const (L, f, 1), minus = pl_lower_const (L, f, -1);
+  int out = pl_lower_binary (L, PL_SOP_OR,
+                             pl_lower_binary (L, PL_SOP_OR, pl_lower_binary (L, PL_SOP_LT, y, minus),
+                                              pl_lower_binary (L, PL_SOP_GT, y, pl_lower_const (L, f, (double) h))),
+                             pl_lower_binary (L, PL_SOP_OR, pl_lower_binary (L, PL_SOP_LT, x, minus),
+                                              pl_lower_binary (L, PL_SOP_GT, x, pl_lower_const (L, f, (double) w))));
+  int c[2], l[2], lo[2], hi[2];
+  const int p[2] = { y, x };
+  const int64_t n[2] = { h, w };
+  for (int a = 0; a < 2; a++)
+    {
+      /* v = max (v, 0); v0 = (int) v; at the last pixel or beyond, v = v0 = v1 = n - 1 */
+      int v = pl_lower_binary (L, PL_SOP_MAX, p[a], zero);
+      v = pl_lower_select (L, out, zero, v);   /* keeps the cast defined; its weights are zero */
+      int v0 = pl_lower_cast (L, v, i), last = pl_lower_const (L, i, (double) (n[a] - 1));
+      int edge = pl_lower_binary (L, PL_SOP_GE, v0, last);
+      lo[a] = pl_lower_select (L, edge, last, v0);
+      hi[a] = pl_lower_select (L, edge, last, pl_lower_binary (L, PL_SOP_ADD, v0, pl_lower_const (L, i, 1)));
+      v = pl_lower_select (L, edge, pl_lower_const (L, f, (double) (n[a] - 1)), v);
+      l[a] = pl_lower_binary (L, PL_SOP_SUB, v, pl_lower_cast (L, lo[a], f));
+      c[a] = pl_lower_binary (L, PL_SOP_SUB, one, l[a]);
+    }
+  int wc = pl_lower_const (L, i, (double) w);
+  for (int k = 0; k < 4; k++)
+    {
+      int ry = k < 2 ? lo[0] : hi[0], rx = k % 2 ? hi[1] : lo[1];
+      int wy = k < 2 ? c[0] : l[0], wx = k % 2 ? l[1] : c[1];
+      int at = pl_lower_binary (L, PL_SOP_ADD, pl_lower_binary (L, PL_SOP_MUL, ry, wc), rx);
+      pos[k] = pl_lower_select (L, out, pl_lower_const (L, i, 0), at);
+      weight[k] = pl_lower_select (L, out, zero, pl_lower_binary (L, PL_SOP_MUL, wy, wx));
+    }
+}
+
+/* RoiAlign with a fixed sampling_ratio s (0, adaptive, makes the sample
+ * count a loaded value: the reference): output (r, c, ph, pw) is the mean
+ * (or the max of the largest weighted corners) of s x s bilinear samples
+ * (roi_sample) of X (batch_indices[r], c) in bin (ph, pw) of roi r, in f64
+ * as the reference. A batch index outside X's batch fails the run, as the
+ * reference's does, and reads image 0. */
+int
+pl_lower_roi_align (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
+{
+  PlValue *x = node->inputs[0], *rois = node->inputs[1], *bi = node->inputs[2];
+  int64_t xd[4];
+  PlRoiAlignAttrs ra;
+  g_autoptr (GError) why = NULL;
+  if (v->shape.rank != 4 || !pl_shape_get_dims (&x->shape, xd) || !pl_shape_is_static (&rois->shape)
+      || !pl_shape_is_static (&bi->shape))
+    return pl_lower_fail (L, "%s without static shapes", node->name);
+  if ((x->producer && g_hash_table_contains (L->members, x->producer)) || x->layout != PL_LAYOUT_NCHW)
+    return pl_lower_fail (L, "%s: X is computed in the same kernel or in another layout", node->name);
+  if (!pl_roi_align_attrs (node, &ra, &why))
+    return pl_lower_fail (L, "%s: %s", node->name, why->message);
+  if (ra.sampling_ratio <= 0 || ra.sampling_ratio > 8)
+    return pl_lower_fail (L, "%s: sampling_ratio %" G_GINT64_FORMAT " (adaptive or above 8: the reference)", node->name,
+                          ra.sampling_ratio);
+  const PlDType f = PL_DTYPE_F64, i = PL_DTYPE_I64;
+  PlIdxArena *A = L->arena;
+  int box[4];
+  for (int k = 0; k < 4; k++)
+    {
+      const PlIdx *ri[2] = { idx[0], pl_idx_const (A, k) };
+      box[k] = pl_lower_binary (L, PL_SOP_MUL, pl_lower_cast (L, pl_lower_value (L, rois, ri), f),
+                                pl_lower_const (L, f, ra.spatial_scale));
+      if (ra.half_pixel)
+        box[k] = pl_lower_binary (L, PL_SOP_SUB, box[k], pl_lower_const (L, f, 0.5));
+    }
+  /* x0, y0, the roi's width and height (output_half_pixel: at least 1), the bins' */
+  int rw = pl_lower_binary (L, PL_SOP_SUB, box[2], box[0]), rh = pl_lower_binary (L, PL_SOP_SUB, box[3], box[1]);
+  if (!ra.half_pixel)
+    {
+      rw = pl_lower_binary (L, PL_SOP_MAX, rw, pl_lower_const (L, f, 1));
+      rh = pl_lower_binary (L, PL_SOP_MAX, rh, pl_lower_const (L, f, 1));
+    }
+  int bw = pl_lower_binary (L, PL_SOP_DIV, rw, pl_lower_const (L, f, (double) ra.width));
+  int bh = pl_lower_binary (L, PL_SOP_DIV, rh, pl_lower_const (L, f, (double) ra.height));
+  /* the batch index, checked like Gather's */
+  const PlIdx *bidx[1] = { idx[0] };
+  int b = pl_lower_value (L, bi, bidx);
+  if (b < 0)
+    return -1;
+  if (bi->dtype != i)
+    b = pl_lower_cast (L, b, i);
+  int bad = pl_lower_binary (L, PL_SOP_OR, pl_lower_binary (L, PL_SOP_LT, b, pl_lower_const (L, i, 0)),
+                             pl_lower_binary (L, PL_SOP_GE, b, pl_lower_const (L, i, (double) xd[0])));
+  g_autofree char *what = g_strdup_printf ("batch index %%I of RoiAlign '%s' is outside the batch of %" G_GINT64_FORMAT,
+                                           node->name, xd[0]);
+  b = pl_lower_select (L, pl_lower_check (L, bad, b, what), pl_lower_const (L, i, 0), b);
+  /* X (0, c, 0, 0) plus b C H W + the sample's offset, a gathered read */
+  const PlIdx *plane[4] = { pl_idx_const (A, 0), idx[1], pl_idx_const (A, 0), pl_idx_const (A, 0) };
+  const PlIdx *base = pl_lower_offset (L, x, plane);
+  int image = pl_lower_binary (L, PL_SOP_MUL, b, pl_lower_const (L, i, (double) (xd[1] * xd[2] * xd[3])));
+  int slot = pl_lower_slot (L, x);
+  int ph = pl_lower_cast (L, pl_lower_index_value (L, idx[2]), f), pw = pl_lower_cast (L, pl_lower_index_value (L, idx[3]), f);
+  int ystart = pl_lower_binary (L, PL_SOP_ADD, box[1], pl_lower_binary (L, PL_SOP_MUL, ph, bh));
+  int xstart = pl_lower_binary (L, PL_SOP_ADD, box[0], pl_lower_binary (L, PL_SOP_MUL, pw, bw));
+  const int64_t s = ra.sampling_ratio;
+  int acc = -1;
+  for (int64_t iy = 0; iy < s; iy++)
+    for (int64_t ix = 0; ix < s; ix++)
+      {
+        /* y0 + ph bh + (iy + 0.5) bh / s, as the reference orders it */
+        int sy = pl_lower_binary (L, PL_SOP_ADD, ystart,
+                                  pl_lower_binary (L, PL_SOP_DIV, pl_lower_binary (L, PL_SOP_MUL, pl_lower_const (L, f, (double) iy + 0.5), bh),
+                                                   pl_lower_const (L, f, (double) s)));
+        int sx = pl_lower_binary (L, PL_SOP_ADD, xstart,
+                                  pl_lower_binary (L, PL_SOP_DIV, pl_lower_binary (L, PL_SOP_MUL, pl_lower_const (L, f, (double) ix + 0.5), bw),
+                                                   pl_lower_const (L, f, (double) s)));
+        int pos[4], w[4], m = -1;
+        roi_sample (L, sy, sx, xd[2], xd[3], pos, w);
+        for (int k = 0; k < 4; k++)
+          {
+            int val = pl_lower_cast (L, pl_lower_gather_load (L, slot, x->dtype, base,
+                                                              pl_lower_binary (L, PL_SOP_ADD, image, pos[k]), 1), f);
+            int term = pl_lower_binary (L, PL_SOP_MUL, w[k], val);
+            if (ra.avg)
+              acc = acc < 0 ? term : pl_lower_binary (L, PL_SOP_ADD, acc, term);
+            else
+              m = m < 0 ? term : pl_lower_binary (L, PL_SOP_MAX, m, term);
+          }
+        if (!ra.avg)
+          acc = acc < 0 ? m : pl_lower_binary (L, PL_SOP_MAX, acc, m);
+      }
+  if (ra.avg)
+    acc = pl_lower_binary (L, PL_SOP_DIV, acc, pl_lower_const (L, f, (double) (s * s)));
+  return pl_lower_cast (L, acc, v->dtype);
+}

@@ -833,6 +833,40 @@ test_grid_sample (void)
   g_assert_cmpint (count_kind (rx, "fallback"), ==, 0);
 }
 
+/* RoiAlign with a fixed sampling ratio is generated (bilinear samples
+ * gathered from the roi's image), avg and max, both coordinate modes,
+ * against the reference on rois that reach outside the image; an adaptive
+ * ratio runs as the reference; a batch index outside the batch fails the
+ * run as the reference's does. */
+static void
+test_roi_align (void)
+{
+  g_autoptr (PlGraph) g = pl_test_parse (PL_TEST_ROI_ALIGN_GRAPH);
+  g_autoptr (PlRunReport) r = check_graph (g, 33, 1e-6, 1e-6);
+  g_assert_cmpint (count_kind (r, "fallback"), ==, 1);
+  for (int i = 0; i < r->n_kernels; i++)
+    if (r->kernels[i].fallback)
+      g_assert_cmpstr (r->kernels[i].name, ==, "d");
+
+  g_autofree char *bad_text = g_strdup (PL_TEST_ROI_ALIGN_GRAPH);
+  char *at = strstr (bad_text, "[0, 1, 1, 0, 1]");
+  g_assert_nonnull (at);
+  memcpy (at, "[0, 1, 2, 0, 1]", 15);
+  g_autoptr (PlGraph) bad = pl_test_parse (bad_text);
+  g_autoptr (GError) error = NULL;
+  PlCompileOptions o;
+  pl_compile_options_init (&o, PL_BACKEND_CPU);
+  g_autoptr (PlTensor) x = pl_test_random (PL_DTYPE_F32, 4, PL_DIMS (2, 3, 6, 7), 3, -1, 1);
+  PlExecutable *e = pl_executable_new (bad, &o, &error);
+  g_assert_no_error (error);
+  PlTensor **out = pl_executable_run (e, (PlTensor *[]) { x }, 1, NULL, &error);
+  g_assert_null (out);
+  g_assert_error (error, PL_ERROR, PL_ERROR_EXEC);
+  g_test_message ("%s", error->message);
+  g_assert_nonnull (strstr (error->message, "batch index 2 of RoiAlign"));
+  pl_executable_free (e);
+}
+
 /* The C source of the kernel of value `name`'s producer in g. */
 static char *
 kernel_source (const PlGraph *g, const char *name)
@@ -1762,6 +1796,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/resize-linear", test_resize_linear);
   g_test_add_func ("/Passlab/KernelsCpu/resize-cubic", test_resize_cubic);
   g_test_add_func ("/Passlab/KernelsCpu/grid-sample", test_grid_sample);
+  g_test_add_func ("/Passlab/KernelsCpu/roi-align", test_roi_align);
   g_test_add_func ("/Passlab/KernelsCpu/edge-peeling", test_edge_peeling);
   g_test_add_func ("/Passlab/KernelsCpu/gemm-small", test_gemm_small);
   g_test_add_func ("/Passlab/KernelsCpu/gather", test_gather);

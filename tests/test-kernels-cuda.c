@@ -403,6 +403,13 @@ test_grid_sample (void)
   check_unfused_and_fused (PL_TEST_GRID_SAMPLE_GRAPH, 7, 6);
 }
 
+/* RoiAlign (bilinear samples gathered from the roi's image), alone and fused with its Relu. */
+static void
+test_roi_align (void)
+{
+  check_unfused_and_fused (PL_TEST_ROI_ALIGN_GRAPH, 4, 3);
+}
+
 /* Gather (a load offset by the index), alone and beside fusions. */
 static void
 test_gather (void)
@@ -560,6 +567,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/resize-linear", test_resize_linear);
   g_test_add_func ("/Passlab/KernelsCuda/resize-cubic", test_resize_cubic);
   g_test_add_func ("/Passlab/KernelsCuda/grid-sample", test_grid_sample);
+  g_test_add_func ("/Passlab/KernelsCuda/roi-align", test_roi_align);
   g_test_add_func ("/Passlab/KernelsCuda/pad-modes", test_pad_modes);
   g_test_add_func ("/Passlab/KernelsCuda/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCuda/onehot", test_onehot);
