@@ -1,10 +1,13 @@
 /* plan-sample.c — the ops whose element is a weighted sum of neighbours
  * picked by a coordinate: linear and cubic Resize (the coordinate a
- * rational function of the output's, pl_resize_sample_form) and GridSample
- * (the coordinate a loaded value: a gather). As in plan-select.c, every
- * tap is computed and its read clamped into the input, so reads stay in
- * bounds; a tap outside weighs 0 where the op says so (exclude_outside,
- * GridSample's zeros padding).
+ * rational function of the output's, pl_resize_sample_form), GridSample
+ * (the coordinate a loaded value: a gather) and RoiAlign (bilinear samples
+ * in a loaded box). As in plan-select.c, every tap is computed and its read
+ * clamped into the input, so reads stay in bounds; a tap outside weighs 0
+ * where the op says so (exclude_outside, GridSample's zeros padding,
+ * RoiAlign's samples beyond the edge). GridSample and RoiAlign compute in
+ * f64 as their references do, and recompute their coordinates for every
+ * channel (the loop has no level between the channel and the point).
  */
 #define G_LOG_DOMAIN "passlab"
 #include "kernel-plan-private.h"
@@ -33,7 +36,7 @@ pl_lower_cubic_weight (PlLower *L, PlDType dtype, double a, int t, bool near)
  * each axis): with u = a o + b - 1 + K c (K the fewest steps of c that make
  * it >= 0), q = u / c - K and r = (u mod c + 1) / c: linear's taps q and
  * q + 1 weighted 1 - r and r, cubic's q - 1 .. q + 2 weighted by the cubic
- * kernel (cubic_weight) at 1 + r, r, 1 - r, 2 - r, clamped into the input
+ * kernel (pl_lower_cubic_weight) at 1 + r, r, 1 - r, 2 - r, clamped into the input
  * (with exclude_outside, a tap outside weighs 0 and the others are divided
  * by their sum); the sum over the corners of the resized axes of the
  * products of their weights (2^n or 4^n loads). An axis with c = 1 has
