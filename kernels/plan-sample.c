@@ -7,7 +7,9 @@
  * where the op says so (exclude_outside, GridSample's zeros padding,
  * RoiAlign's samples beyond the edge). GridSample and RoiAlign compute in
  * f64 as their references do, and recompute their coordinates for every
- * channel (the loop has no level between the channel and the point).
+ * channel; looping the channels innermost, so that the compiler hoists the
+ * coordinates out, timed no faster (128 rois of 2x256x50x50: 18-25 ms
+ * either way): the gathered reads, not the arithmetic, take the time.
  */
 #define G_LOG_DOMAIN "passlab"
 #include "kernel-plan-private.h"
