@@ -295,8 +295,10 @@ roi_sample (PlLower *L, int y, int x, int64_t h, int64_t w, int pos[4], int weig
   const int64_t n[2] = { h, w };
   for (int a = 0; a < 2; a++)
     {
-      /* v = max (v, 0); v0 = (int) v; at the last pixel or beyond, v = v0 = v1 = n - 1 */
-      int v = pl_lower_binary (L, PL_SOP_MAX, p[a], zero);
+      /* v = max (v, 0) as the reference's MAX (a NaN gives 0, and the cast
+       * stays defined); v0 = (int) v; at the last pixel or beyond,
+       * v = v0 = v1 = n - 1 */
+      int v = pl_lower_select (L, pl_lower_binary (L, PL_SOP_GT, p[a], zero), p[a], zero);
       v = pl_lower_select (L, out, zero, v);   /* keeps the cast defined; its weights are zero */
       int v0 = pl_lower_cast (L, v, i), last = pl_lower_const (L, i, (double) (n[a] - 1));
       int edge = pl_lower_binary (L, PL_SOP_GE, v0, last);
@@ -355,8 +357,10 @@ pl_lower_roi_align (PlLower *L, const PlNode *node, const PlValue *v, const PlId
   int rw = pl_lower_binary (L, PL_SOP_SUB, box[2], box[0]), rh = pl_lower_binary (L, PL_SOP_SUB, box[3], box[1]);
   if (!ra.half_pixel)
     {
-      rw = pl_lower_binary (L, PL_SOP_MAX, rw, pl_lower_const (L, f, 1));
-      rh = pl_lower_binary (L, PL_SOP_MAX, rh, pl_lower_const (L, f, 1));
+      /* the reference's MAX: a NaN size becomes 1 */
+      int one = pl_lower_const (L, f, 1);
+      rw = pl_lower_select (L, pl_lower_binary (L, PL_SOP_GT, rw, one), rw, one);
+      rh = pl_lower_select (L, pl_lower_binary (L, PL_SOP_GT, rh, one), rh, one);
     }
   int bw = pl_lower_binary (L, PL_SOP_DIV, rw, pl_lower_const (L, f, (double) ra.width));
   int bh = pl_lower_binary (L, PL_SOP_DIV, rh, pl_lower_const (L, f, (double) ra.height));

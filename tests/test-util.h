@@ -233,13 +233,14 @@
 
 /* RoiAlign with fixed sampling ratios, avg and max, half_pixel and (opset
  * 16's attribute) output_half_pixel, a spatial scale, on rois inside, across
- * and beyond the image's edges and a degenerate one; and an adaptive
+ * and beyond the image's edges, a degenerate one and one with NaN
+ * corners (the reference's MAX makes a NaN coordinate 0); and an adaptive
  * sampling ratio (the reference). */
 #define PL_TEST_ROI_ALIGN_GRAPH \
   "graph ra opset 16 {\n" \
   "  input x: f32[2, 3, 6, 7]\n" \
   "  const rois: f32[5, 4] = [0, 0, 6, 5, 1.3, 0.7, 4.9, 3.1, -2, -1.5, 3, 2, 4, 3, 9.5, 8, 2, 2, 2, 2]\n" \
-  "  const big: f32[5, 4] = [0, 0, 12, 10, 2.6, 1.4, 9.8, 6.2, -4, -3, 6, 4, 8, 6, 19, 16, 4, 4, 4, 4]\n" \
+  "  const big: f32[5, 4] = [0, 0, 12, 10, 2.6, 1.4, 9.8, 6.2, -4, -3, 6, 4, 8, 6, 19, 16, nan, 4, 4, nan]\n" \
   "  const bi: i64[5] = [0, 1, 1, 0, 1]\n" \
   "  a = RoiAlign(x, rois, bi) {output_height=2, output_width=3, sampling_ratio=2}\n" \
   "  b = RoiAlign(x, rois, bi) {mode=\"max\", output_height=3, output_width=2, sampling_ratio=3}\n" \
