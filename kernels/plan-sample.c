@@ -110,8 +110,10 @@ pl_lower_resize_sample (PlLower *L, const PlNode *node, const PlValue *v, const 
                                               pl_lower_const (L, dt, 0));
               sum = sum < 0 ? weight[k][j] : pl_lower_binary (L, PL_SOP_ADD, sum, weight[k][j]);
             }
+          /* as the reference: divided only by a sum that is not 0 */
+          int nonzero = pl_lower_binary (L, PL_SOP_GT, pl_lower_unary (L, PL_SOP_ABS, sum), pl_lower_const (L, dt, 0));
           for (int j = 0; j < 4; j++)
-            weight[k][j] = pl_lower_binary (L, PL_SOP_DIV, weight[k][j], sum);
+            weight[k][j] = pl_lower_select (L, nonzero, pl_lower_binary (L, PL_SOP_DIV, weight[k][j], sum), weight[k][j]);
         }
     }
   /* every corner: a tap per axis */
