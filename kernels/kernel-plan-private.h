@@ -73,6 +73,7 @@ int  pl_lower_gather   (PlLower *L, const PlNode *node, const PlValue *v, const 
 int  pl_lower_gather_elements (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_gather_nd (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_onehot   (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
+int  pl_lower_reverse_sequence (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 /* The multi-index into a tensor of in_rank/in_dims broadcast (numpy rules)
  * to out_rank at idx. */
 void pl_lower_broadcast_index (PlLower *L, const PlIdx *const *idx, int out_rank, int in_rank,

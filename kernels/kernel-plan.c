@@ -735,7 +735,7 @@ is_generated_shape_op (const PlNode *node)
     {
     case PL_OP_Transpose: case PL_OP_Expand: case PL_OP_Slice: case PL_OP_Split: case PL_OP_Concat:
     case PL_OP_Pad: case PL_OP_Resize: case PL_OP_Gather: case PL_OP_GatherElements: case PL_OP_GatherND: case PL_OP_Tile:
-    case PL_OP_DepthToSpace: case PL_OP_SpaceToDepth: case PL_OP_OneHot:
+    case PL_OP_DepthToSpace: case PL_OP_SpaceToDepth: case PL_OP_OneHot: case PL_OP_ReverseSequence:
       return true;
     default:
       return is_view_op (node);

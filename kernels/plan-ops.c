@@ -869,6 +869,8 @@ lower_node_output (PlLower *L, PlNode *node, int out, PlValue *v, const PlIdx *c
       return pl_lower_grid_sample (L, node, v, idx);
     case PL_OP_RoiAlign:
       return pl_lower_roi_align (L, node, v, idx);
+    case PL_OP_ReverseSequence:
+      return pl_lower_reverse_sequence (L, node, v, idx);
     case PL_OP_OneHot:
       return pl_lower_onehot (L, node, v, idx);
     case PL_OP_Concat:

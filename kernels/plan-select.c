@@ -2,7 +2,8 @@
  * picked by its coordinates: Concat (which input), Pad (the input or, in
  * constant mode, the pad value) and Trilu (the input or zero); and
  * Gather and GatherElements, whose element the indices' value picks along
- * its axis; OneHot, on where the coordinate equals the index. The
+ * its axis; ReverseSequence, whose time index the lengths' value picks;
+ * OneHot, on where the coordinate equals the index. The
  * coordinates' values are loads of slot PL_SLOT_INDEX, compared as i64;
  * every candidate is computed and a select keeps one (the generators emit
  * straight-line code), so every read must be in bounds wherever it is not
@@ -227,6 +228,48 @@ pl_lower_gather_elements (PlLower *L, const PlNode *node, const PlValue *v G_GNU
   for (int j = 0; j < r; j++)
     di[j] = j == a ? pl_idx_const (L->arena, 0) : idx[j];
   return pl_lower_gather_load (L, pl_lower_slot (L, data), data->dtype, pl_lower_offset (L, data, di), k, stride);
+}
+
+/* ReverseSequence: output (.., t, .., b, ..) reads X at time len - 1 - t
+ * where t < len = sequence_lens[b], else at t: a gather along the time
+ * axis, X in memory. A length outside [0, T], which the reference refuses,
+ * fails the run (and reads time 0). */
+int
+pl_lower_reverse_sequence (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
+{
+  PlValue *x = node->inputs[0], *lens = node->inputs[1];
+  int64_t xd[PL_MAX_RANK];
+  int r = x->shape.rank;
+  int64_t ta = pl_node_attr_int (node, "time_axis", 0), ba = pl_node_attr_int (node, "batch_axis", 1);
+  if (!pl_shape_get_dims (&x->shape, xd) || !pl_shape_is_static (&lens->shape) || r < 2 || ta < 0 || ta > 1
+      || ba < 0 || ba > 1 || ta == ba)
+    return pl_lower_fail (L, "%s without static shapes or with bad axes", node->name);
+  if ((x->producer && g_hash_table_contains (L->members, x->producer)) || x->layout != PL_LAYOUT_NCHW)
+    return pl_lower_fail (L, "%s: its data is computed in the same kernel or in another layout", node->name);
+  if (lens->dtype != PL_DTYPE_I64 && lens->dtype != PL_DTYPE_I32)
+    return pl_lower_fail (L, "%s: %s sequence lengths", node->name, pl_dtype_name (lens->dtype));
+  const PlDType i = PL_DTYPE_I64;
+  int64_t stride = 1;
+  for (int k = (int) ta + 1; k < r; k++)
+    stride *= xd[k];
+  const PlIdx *li[1] = { idx[ba] };
+  int len = pl_lower_value (L, lens, li);
+  if (len < 0)
+    return -1;
+  if (lens->dtype != i)
+    len = pl_lower_cast (L, len, i);
+  int bad = pl_lower_binary (L, PL_SOP_OR, pl_lower_binary (L, PL_SOP_LT, len, pl_lower_const (L, i, 0)),
+                             pl_lower_binary (L, PL_SOP_GT, len, pl_lower_const (L, i, (double) xd[ta])));
+  g_autofree char *what = g_strdup_printf ("sequence length %%I of ReverseSequence '%s' is outside [0, %" G_GINT64_FORMAT
+                                           "]", node->name, xd[ta]);
+  len = pl_lower_select (L, pl_lower_check (L, bad, len, what), pl_lower_const (L, i, 0), len);
+  int t = pl_lower_index_value (L, idx[ta]);
+  int back = pl_lower_binary (L, PL_SOP_SUB, pl_lower_binary (L, PL_SOP_SUB, len, pl_lower_const (L, i, 1)), t);
+  int k = pl_lower_select (L, pl_lower_binary (L, PL_SOP_LT, t, len), back, t);
+  const PlIdx *di[PL_MAX_RANK];
+  for (int j = 0; j < r; j++)
+    di[j] = j == ta ? pl_idx_const (L->arena, 0) : idx[j];
+  return pl_lower_gather_load (L, pl_lower_slot (L, x), x->dtype, pl_lower_offset (L, x, di), k, stride);
 }
 
 /* OneHot: the on value where the coordinate along the new axis equals the

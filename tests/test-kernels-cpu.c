@@ -867,6 +867,39 @@ test_roi_align (void)
   pl_executable_free (e);
 }
 
+/* ReverseSequence is a gather along the time axis at the reversed index
+ * within each sequence's length, against the reference; a length beyond
+ * the time axis fails the run as the reference's does. */
+static void
+test_reverse_sequence (void)
+{
+  g_autoptr (PlGraph) g = pl_test_parse (PL_TEST_REVERSE_SEQUENCE_GRAPH);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PlTensor) x = pl_test_random (PL_DTYPE_F32, 3, PL_DIMS (5, 4, 3), 1, -1, 1);
+  g_autoptr (PlTensor) z = pl_test_random (PL_DTYPE_F32, 4, PL_DIMS (4, 6, 2, 3), 2, -1, 1);
+  int64_t lens[4] = { 6, 2, 0, 5 };
+  g_autoptr (PlTensor) lz = pl_tensor_new (PL_DTYPE_I64, 1, PL_DIMS (4), &error);
+  memcpy (lz->data, lens, sizeof lens);
+  PlTensor *in[] = { x, z, lz };
+  PlExecutable *e = compile (g);
+  g_autoptr (PlRunReport) r = NULL;
+  PlTensor **got = pl_executable_run (e, in, 1, &r, &error);
+  g_assert_no_error (error);
+  PlTensor **want = pl_interp_run (g, in, NULL, &error);
+  g_assert_no_error (error);
+  for (int i = 0; i < 2; i++)
+    g_assert_true (pl_tensor_allclose (got[i], want[i], 1e-6, 1e-6, NULL));
+  g_assert_cmpint (count_kind (r, "fallback"), ==, 0);
+  pl_interp_free_outputs (got, 2);
+  pl_interp_free_outputs (want, 2);
+
+  ((int64_t *) lz->data)[3] = 7;   /* beyond the 6 steps */
+  g_assert_null (pl_executable_run (e, in, 1, NULL, &error));
+  g_assert_error (error, PL_ERROR, PL_ERROR_EXEC);
+  g_assert_nonnull (strstr (error->message, "sequence length 7 of ReverseSequence"));
+  pl_executable_free (e);
+}
+
 /* The C source of the kernel of value `name`'s producer in g. */
 static char *
 kernel_source (const PlGraph *g, const char *name)
@@ -1797,6 +1830,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCpu/resize-cubic", test_resize_cubic);
   g_test_add_func ("/Passlab/KernelsCpu/grid-sample", test_grid_sample);
   g_test_add_func ("/Passlab/KernelsCpu/roi-align", test_roi_align);
+  g_test_add_func ("/Passlab/KernelsCpu/reverse-sequence", test_reverse_sequence);
   g_test_add_func ("/Passlab/KernelsCpu/edge-peeling", test_edge_peeling);
   g_test_add_func ("/Passlab/KernelsCpu/gemm-small", test_gemm_small);
   g_test_add_func ("/Passlab/KernelsCpu/gather", test_gather);

@@ -410,6 +410,13 @@ test_roi_align (void)
   check_unfused_and_fused (PL_TEST_ROI_ALIGN_GRAPH, 4, 3);
 }
 
+/* ReverseSequence (a gather along the time axis), beside an Exp and a Relu. */
+static void
+test_reverse_sequence (void)
+{
+  check_unfused_and_fused (PL_TEST_REVERSE_SEQUENCE_GRAPH, 4, 3);
+}
+
 /* Gather (a load offset by the index), alone and beside fusions. */
 static void
 test_gather (void)
@@ -568,6 +575,7 @@ main (int argc, char **argv)
   g_test_add_func ("/Passlab/KernelsCuda/resize-cubic", test_resize_cubic);
   g_test_add_func ("/Passlab/KernelsCuda/grid-sample", test_grid_sample);
   g_test_add_func ("/Passlab/KernelsCuda/roi-align", test_roi_align);
+  g_test_add_func ("/Passlab/KernelsCuda/reverse-sequence", test_reverse_sequence);
   g_test_add_func ("/Passlab/KernelsCuda/pad-modes", test_pad_modes);
   g_test_add_func ("/Passlab/KernelsCuda/space-depth-tile", test_space_depth_tile);
   g_test_add_func ("/Passlab/KernelsCuda/onehot", test_onehot);

@@ -249,6 +249,18 @@
   "  y = Relu(a)\n" \
   "  output y, b, c, d\n}\n"
 
+/* ReverseSequence with time on axis 0 and on axis 1, rank 3 and 4, lengths
+ * from 0 to the whole time axis (constant and an input), next to an Exp
+ * and a Relu. */
+#define PL_TEST_REVERSE_SEQUENCE_GRAPH \
+  "graph rs opset 13 {\n" \
+  "  input x: f32[5, 4, 3]\n  input z: f32[4, 6, 2, 3]\n  input lz: i64[4]\n" \
+  "  const lx: i64[4] = [5, 0, 1, 3]\n" \
+  "  e = Exp(x)\n" \
+  "  a = ReverseSequence(e, lx)\n  y = Relu(a)\n" \
+  "  b = ReverseSequence(z, lz) {time_axis=1, batch_axis=0}\n" \
+  "  output y, b\n}\n"
+
 /* Gather: an embedding lookup (axis 0, 2-D indices, some negative) feeding
  * a Relu (they fuse), axis 1 with i32 indices, axis -1 with one scalar
  * index, and a gather from a computed Exp (which stays a kernel apart). */
