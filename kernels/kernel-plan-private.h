@@ -74,6 +74,9 @@ int  pl_lower_gather_elements (PlLower *L, const PlNode *node, const PlValue *v,
 int  pl_lower_gather_nd (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_onehot   (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_reverse_sequence (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
+/* k (an i64 value) where 0 <= k <= last; else 0, and the run fails with
+ * message (%I: k's value), as the reference refuses such an index. */
+int  pl_lower_checked_range (PlLower *L, int k, int64_t last, const char *message);
 /* The multi-index into a tensor of in_rank/in_dims broadcast (numpy rules)
  * to out_rank at idx. */
 void pl_lower_broadcast_index (PlLower *L, const PlIdx *const *idx, int out_rank, int in_rank,

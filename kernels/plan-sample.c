@@ -373,11 +373,9 @@ pl_lower_roi_align (PlLower *L, const PlNode *node, const PlValue *v, const PlId
     return -1;
   if (bi->dtype != i)
     b = pl_lower_cast (L, b, i);
-  int bad = pl_lower_binary (L, PL_SOP_OR, pl_lower_binary (L, PL_SOP_LT, b, pl_lower_const (L, i, 0)),
-                             pl_lower_binary (L, PL_SOP_GE, b, pl_lower_const (L, i, (double) xd[0])));
   g_autofree char *what = g_strdup_printf ("batch index %%I of RoiAlign '%s' is outside the batch of %" G_GINT64_FORMAT,
                                            node->name, xd[0]);
-  b = pl_lower_select (L, pl_lower_check (L, bad, b, what), pl_lower_const (L, i, 0), b);
+  b = pl_lower_checked_range (L, b, xd[0] - 1, what);
   /* X (0, c, 0, 0) plus b C H W + the sample's offset, a gathered read */
   const PlIdx *plane[4] = { pl_idx_const (A, 0), idx[1], pl_idx_const (A, 0), pl_idx_const (A, 0) };
   const PlIdx *base = pl_lower_offset (L, x, plane);

@@ -186,6 +186,14 @@ normalized_index (PlLower *L, const PlNode *node, int axis, int raw, PlDType dty
   return pl_lower_select (L, pl_lower_check (L, bad, raw, what), pl_lower_const (L, PL_DTYPE_I64, 0), k);
 }
 
+int
+pl_lower_checked_range (PlLower *L, int k, int64_t last, const char *message)
+{
+  int bad = pl_lower_binary (L, PL_SOP_OR, pl_lower_binary (L, PL_SOP_LT, k, pl_lower_const (L, PL_DTYPE_I64, 0)),
+                             pl_lower_binary (L, PL_SOP_GT, k, pl_lower_const (L, PL_DTYPE_I64, (double) last)));
+  return pl_lower_select (L, pl_lower_check (L, bad, k, message), pl_lower_const (L, PL_DTYPE_I64, 0), k);
+}
+
 /* Gather: output coordinates (before, j..., after) read data at (before,
  * indices[j...], after), the index a loaded value: data must be in memory
  * (an input of the kernel, in the default layout) and the load adds the
@@ -258,11 +266,9 @@ pl_lower_reverse_sequence (PlLower *L, const PlNode *node, const PlValue *v, con
     return -1;
   if (lens->dtype != i)
     len = pl_lower_cast (L, len, i);
-  int bad = pl_lower_binary (L, PL_SOP_OR, pl_lower_binary (L, PL_SOP_LT, len, pl_lower_const (L, i, 0)),
-                             pl_lower_binary (L, PL_SOP_GT, len, pl_lower_const (L, i, (double) xd[ta])));
   g_autofree char *what = g_strdup_printf ("sequence length %%I of ReverseSequence '%s' is outside [0, %" G_GINT64_FORMAT
                                            "]", node->name, xd[ta]);
-  len = pl_lower_select (L, pl_lower_check (L, bad, len, what), pl_lower_const (L, i, 0), len);
+  len = pl_lower_checked_range (L, len, xd[ta], what);
   int t = pl_lower_index_value (L, idx[ta]);
   int back = pl_lower_binary (L, PL_SOP_SUB, pl_lower_binary (L, PL_SOP_SUB, len, pl_lower_const (L, i, 1)), t);
   int k = pl_lower_select (L, pl_lower_binary (L, PL_SOP_LT, t, len), back, t);
