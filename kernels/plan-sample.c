@@ -148,14 +148,45 @@ pl_lower_resize_sample (PlLower *L, const PlNode *node, const PlValue *v, const 
 
 /* --- GridSample ------------------------------------------------------------------------ */
 
+typedef enum { PAD_ZEROS, PAD_BORDER, PAD_REFLECTION } GridPadding;
+
+/* x (f64) reflected off lo and hi until it lies between them, as the
+ * reference's reflect: beyond an edge by dx, n = floor (dx / range) whole
+ * crossings and r = dx - n range; an even n lands r inside the edge it
+ * crossed, an odd one r inside the other. */
+static int
+reflect (PlLower *L, int x, double lo, double hi)
+{
+  const PlDType f = PL_DTYPE_F64;
+  double range = hi - lo;
+  if (!(range > 0))
+    return pl_lower_const (L, f, lo);
+  int flo = pl_lower_const (L, f, lo), fhi = pl_lower_const (L, f, hi);
+  int below = pl_lower_binary (L, PL_SOP_LT, x, flo);
+  int inside = pl_lower_binary (L, PL_SOP_AND, pl_lower_unary (L, PL_SOP_NOT, below),
+                                pl_lower_binary (L, PL_SOP_LE, x, fhi));
+  int dx = pl_lower_select (L, below, pl_lower_binary (L, PL_SOP_SUB, flo, x), pl_lower_binary (L, PL_SOP_SUB, x, fhi));
+  int n = pl_lower_unary (L, PL_SOP_FLOOR, pl_lower_binary (L, PL_SOP_MUL, dx, pl_lower_const (L, f, 1 / range)));
+  int r = pl_lower_binary (L, PL_SOP_SUB, dx, pl_lower_binary (L, PL_SOP_MUL, n, pl_lower_const (L, f, range)));
+  int half = pl_lower_unary (L, PL_SOP_FLOOR, pl_lower_binary (L, PL_SOP_MUL, n, pl_lower_const (L, f, 0.5)));
+  int even = pl_lower_binary (L, PL_SOP_EQ, n, pl_lower_binary (L, PL_SOP_MUL, half, pl_lower_const (L, f, 2)));
+  /* (x < lo) == even: from lo; else from hi */
+  int from_lo = pl_lower_unary (L, PL_SOP_NOT, pl_lower_binary (L, PL_SOP_XOR, below, even));
+  int out = pl_lower_select (L, from_lo, pl_lower_binary (L, PL_SOP_ADD, flo, r), pl_lower_binary (L, PL_SOP_SUB, fhi, r));
+  return pl_lower_select (L, inside, x, out);
+}
+
 /* The taps of one grid coordinate g (f64) along an axis of d pixels, as the
  * reference's grid_taps: the pixel coordinate v (align_corners: the
  * corners' centres span [-1, 1], else their outer edges), rounded to even
- * for nearest; outside the image, border clamps v into it and zeros keeps
- * it near enough for the casts; the taps floor (v) (- 1 for cubic) on,
+ * for nearest; outside the image, border clamps v into it, reflection
+ * reflects it (and each tap's index, as a coordinate) and zeros keeps it
+ * near enough for the casts; the taps floor (v) (- 1 for cubic) on,
  * weighted as Resize's; each tap's index clamped into the axis for the
  * read, and with zeros padding a flag whether it lies inside. A NaN
- * coordinate computes with 0 here: the caller makes the element NaN. */
+ * coordinate computes with 0 here: the caller makes the element NaN; an
+ * infinite one, which makes the reference's reflection undefined, is
+ * taken as 1e9 first. */
 typedef struct {
   int n;
   int index[4];   /* i64, clamped into [0, d) */
@@ -164,7 +195,7 @@ typedef struct {
 } Taps;
 
 static void
-grid_axis_taps (PlLower *L, int g, int64_t d, bool align, const char *mode, bool zeros, Taps *t)
+grid_axis_taps (PlLower *L, int g, int64_t d, bool align, const char *mode, GridPadding pad, Taps *t)
 {
   const PlDType f = PL_DTYPE_F64, i = PL_DTYPE_I64;
   double lo = align ? 0 : -0.5, hi = align ? (double) d - 1 : (double) d - 0.5;
@@ -181,10 +212,20 @@ grid_axis_taps (PlLower *L, int g, int64_t d, bool align, const char *mode, bool
     v = pl_lower_unary (L, PL_SOP_ROUND, v);   /* rint: ties to even */
   int outside = pl_lower_binary (L, PL_SOP_OR, pl_lower_binary (L, PL_SOP_LT, v, pl_lower_const (L, f, lo)),
                                  pl_lower_binary (L, PL_SOP_GT, v, pl_lower_const (L, f, hi)));
-  double clo = zeros ? -8 : 0, chi = zeros ? (double) d + 8 : (double) d - 1;
-  int clamped = pl_lower_binary (L, PL_SOP_MIN, pl_lower_binary (L, PL_SOP_MAX, v, pl_lower_const (L, f, clo)),
-                                 pl_lower_const (L, f, chi));
-  v = pl_lower_select (L, outside, clamped, v);
+  const bool zeros = pad == PAD_ZEROS;
+  if (pad == PAD_REFLECTION)
+    {
+      int big = pl_lower_const (L, f, 1e9);
+      v = reflect (L, pl_lower_binary (L, PL_SOP_MIN, pl_lower_binary (L, PL_SOP_MAX, v, pl_lower_unary (L, PL_SOP_NEG, big)), big),
+                   lo, hi);
+    }
+  else
+    {
+      double clo = zeros ? -8 : 0, chi = zeros ? (double) d + 8 : (double) d - 1;
+      int clamped = pl_lower_binary (L, PL_SOP_MIN, pl_lower_binary (L, PL_SOP_MAX, v, pl_lower_const (L, f, clo)),
+                                     pl_lower_const (L, f, chi));
+      v = pl_lower_select (L, outside, clamped, v);
+    }
   int fl = pl_lower_unary (L, PL_SOP_FLOOR, v), r = pl_lower_binary (L, PL_SOP_SUB, v, fl);
   int base = pl_lower_cast (L, nearest ? v : fl, i);
   t->n = nearest ? 1 : cubic ? 4 : 2;
@@ -210,6 +251,8 @@ grid_axis_taps (PlLower *L, int g, int64_t d, bool align, const char *mode, bool
   for (int j = 0; j < t->n; j++)
     {
       int k = j ? pl_lower_binary (L, PL_SOP_ADD, base, pl_lower_const (L, i, j)) : base;
+      if (pad == PAD_REFLECTION)   /* the index reflected as a coordinate, then truncated */
+        k = pl_lower_cast (L, reflect (L, pl_lower_cast (L, k, f), lo, hi), i);
       t->index[j] = pl_lower_binary (L, PL_SOP_MIN, pl_lower_binary (L, PL_SOP_MAX, k, zero), last);
       t->inside[j] = zeros ? pl_lower_binary (L, PL_SOP_AND, pl_lower_binary (L, PL_SOP_GE, k, zero),
                                               pl_lower_binary (L, PL_SOP_LE, k, last))
@@ -223,7 +266,7 @@ grid_axis_taps (PlLower *L, int g, int64_t d, bool align, const char *mode, bool
  * their weights' product times X (n, c, y, x) — zero for a tap outside
  * with zeros padding — computed in f64 as the reference does, so that a
  * coordinate on a rounding edge picks the same pixels; NaN where a
- * coordinate is NaN. Reflection padding runs as the reference. */
+ * coordinate is NaN. */
 int
 pl_lower_grid_sample (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx)
 {
@@ -235,11 +278,12 @@ pl_lower_grid_sample (PlLower *L, const PlNode *node, const PlValue *v, const Pl
     return pl_lower_fail (L, "%s: X is computed in the same kernel or in another layout", node->name);
   const char *mode = pl_node_attr_string (node, "mode", "bilinear");
   const char *padding = pl_node_attr_string (node, "padding_mode", "zeros");
-  bool zeros = strcmp (padding, "zeros") == 0, align = pl_node_attr_int (node, "align_corners", 0) != 0;
-  if ((!zeros && strcmp (padding, "border") != 0)
+  bool align = pl_node_attr_int (node, "align_corners", 0) != 0;
+  GridPadding pad = strcmp (padding, "zeros") == 0 ? PAD_ZEROS : strcmp (padding, "border") == 0 ? PAD_BORDER
+                                                                                                 : PAD_REFLECTION;
+  if ((pad == PAD_REFLECTION && strcmp (padding, "reflection") != 0)
       || (strcmp (mode, "bilinear") != 0 && strcmp (mode, "nearest") != 0 && strcmp (mode, "bicubic") != 0))
-    return pl_lower_fail (L, "%s: mode '%s', padding_mode '%s' (reflection runs as the reference)", node->name,
-                          mode, padding);
+    return pl_lower_fail (L, "%s: mode '%s', padding_mode '%s'", node->name, mode, padding);
   const PlDType f = PL_DTYPE_F64, i = PL_DTYPE_I64;
   PlIdxArena *A = L->arena;
   int g[2];
@@ -251,8 +295,8 @@ pl_lower_grid_sample (PlLower *L, const PlNode *node, const PlValue *v, const Pl
         return -1;
     }
   Taps tx, ty;
-  grid_axis_taps (L, g[0], xd[3], align, mode, zeros, &tx);
-  grid_axis_taps (L, g[1], xd[2], align, mode, zeros, &ty);
+  grid_axis_taps (L, g[0], xd[3], align, mode, pad, &tx);
+  grid_axis_taps (L, g[1], xd[2], align, mode, pad, &ty);
   /* X (n, c, 0, 0) plus y W + x, a gathered read */
   const PlIdx *plane[4] = { idx[0], idx[1], pl_idx_const (A, 0), pl_idx_const (A, 0) };
   const PlIdx *base = pl_lower_offset (L, x, plane);

@@ -400,7 +400,7 @@ test_resize_cubic (void)
 static void
 test_grid_sample (void)
 {
-  check_unfused_and_fused (PL_TEST_GRID_SAMPLE_GRAPH, 7, 6);
+  check_unfused_and_fused (PL_TEST_GRID_SAMPLE_GRAPH, 10, 9);
 }
 
 /* RoiAlign (bilinear samples gathered from the roi's image), alone and fused with its Relu. */

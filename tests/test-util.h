@@ -213,13 +213,13 @@
   "  l = Resize(x, _, s2) {mode=\"linear\", exclude_outside=1}\n" \
   "  output y, a, b, c, d, f, l\n}\n"
 
-/* GridSample in each mode with zeros and border padding, with and without
- * align_corners, on a grid stretched past [-1, 1] so that taps fall
- * outside; reflection padding (the reference) beside them. */
+/* GridSample in each mode with zeros, border and reflection padding, with
+ * and without align_corners, on a grid stretched past [-1, 1] (by up to
+ * 3.4 image widths: several reflections) so that taps fall outside. */
 #define PL_TEST_GRID_SAMPLE_GRAPH \
   "graph gs opset 16 {\n" \
   "  input x: f32[2, 3, 5, 7]\n  input grid: f32[2, 4, 6, 2]\n" \
-  "  const k: f32[] = 1.7\n" \
+  "  const k: f32[] = 3.4\n" \
   "  g = Mul(grid, k)\n" \
   "  a = GridSample(x, g)\n" \
   "  b = GridSample(x, g) {padding_mode=\"border\", align_corners=1}\n" \
@@ -228,8 +228,10 @@
   "  e = GridSample(x, g) {mode=\"bicubic\"}\n" \
   "  f = GridSample(x, g) {mode=\"bicubic\", padding_mode=\"border\"}\n" \
   "  r = GridSample(x, g) {padding_mode=\"reflection\"}\n" \
+  "  s = GridSample(x, g) {mode=\"nearest\", padding_mode=\"reflection\", align_corners=1}\n" \
+  "  t = GridSample(x, g) {mode=\"bicubic\", padding_mode=\"reflection\"}\n" \
   "  y = Relu(a)\n" \
-  "  output y, b, c, d, e, f, r\n}\n"
+  "  output y, b, c, d, e, f, r, s, t\n}\n"
 
 /* RoiAlign with fixed sampling ratios, avg and max, half_pixel and (opset
  * 16's attribute) output_half_pixel, a spatial scale, on rois inside, across
