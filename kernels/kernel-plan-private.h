@@ -74,6 +74,10 @@ int  pl_lower_gather_elements (PlLower *L, const PlNode *node, const PlValue *v,
 int  pl_lower_gather_nd (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_onehot   (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
 int  pl_lower_reverse_sequence (PlLower *L, const PlNode *node, const PlValue *v, const PlIdx *const *idx);
+/* Whether v, which node reads at loaded offsets (a gather), is in memory in
+ * the default layout (an input of the kernel); else the lowering fails,
+ * naming it `what`. */
+bool pl_lower_gathers_from (PlLower *L, const PlNode *node, const PlValue *v, const char *what);
 /* k (an i64 value) where 0 <= k <= last; else 0, and the run fails with
  * message (%I: k's value), as the reference refuses such an index. */
 int  pl_lower_checked_range (PlLower *L, int k, int64_t last, const char *message);

@@ -274,8 +274,8 @@ pl_lower_grid_sample (PlLower *L, const PlNode *node, const PlValue *v, const Pl
   int64_t xd[4];
   if (v->shape.rank != 4 || !pl_shape_get_dims (&x->shape, xd) || !pl_shape_is_static (&grid->shape))
     return pl_lower_fail (L, "%s without static shapes", node->name);
-  if ((x->producer && g_hash_table_contains (L->members, x->producer)) || x->layout != PL_LAYOUT_NCHW)
-    return pl_lower_fail (L, "%s: X is computed in the same kernel or in another layout", node->name);
+  if (!pl_lower_gathers_from (L, node, x, "X"))
+    return -1;
   const char *mode = pl_node_attr_string (node, "mode", "bilinear");
   const char *padding = pl_node_attr_string (node, "padding_mode", "zeros");
   bool align = pl_node_attr_int (node, "align_corners", 0) != 0;
@@ -381,8 +381,8 @@ pl_lower_roi_align (PlLower *L, const PlNode *node, const PlValue *v, const PlId
   if (v->shape.rank != 4 || !pl_shape_get_dims (&x->shape, xd) || !pl_shape_is_static (&rois->shape)
       || !pl_shape_is_static (&bi->shape))
     return pl_lower_fail (L, "%s without static shapes", node->name);
-  if ((x->producer && g_hash_table_contains (L->members, x->producer)) || x->layout != PL_LAYOUT_NCHW)
-    return pl_lower_fail (L, "%s: X is computed in the same kernel or in another layout", node->name);
+  if (!pl_lower_gathers_from (L, node, x, "X"))
+    return -1;
   if (!pl_roi_align_attrs (node, &ra, &why))
     return pl_lower_fail (L, "%s: %s", node->name, why->message);
   if (ra.sampling_ratio <= 0 || ra.sampling_ratio > 8)

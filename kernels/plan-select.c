@@ -156,8 +156,8 @@ gather_operands (PlLower *L, const PlNode *node, int *a, int64_t *dd, int64_t *s
   PlValue *data = node->inputs[0], *ind = node->n_inputs > 1 ? node->inputs[1] : NULL;
   if (!ind || !pl_shape_get_dims (&data->shape, dd) || !pl_shape_is_static (&ind->shape))
     return pl_lower_fail (L, "%s without static shapes", node->name) >= 0;
-  if ((data->producer && g_hash_table_contains (L->members, data->producer)) || data->layout != PL_LAYOUT_NCHW)
-    return pl_lower_fail (L, "%s: its data is computed in the same kernel or in another layout", node->name) >= 0;
+  if (!pl_lower_gathers_from (L, node, data, "its data"))
+    return false;
   if (ind->dtype != PL_DTYPE_I64 && ind->dtype != PL_DTYPE_I32)
     return pl_lower_fail (L, "%s: %s indices", node->name, pl_dtype_name (ind->dtype)) >= 0;
   int r = data->shape.rank;
@@ -184,6 +184,14 @@ normalized_index (PlLower *L, const PlNode *node, int axis, int raw, PlDType dty
   g_autofree char *what = g_strdup_printf ("index %%I of %s '%s' (axis %d of size %" G_GINT64_FORMAT ") is out of range",
                                            pl_op_name (node->op), node->name, axis, n);
   return pl_lower_select (L, pl_lower_check (L, bad, raw, what), pl_lower_const (L, PL_DTYPE_I64, 0), k);
+}
+
+bool
+pl_lower_gathers_from (PlLower *L, const PlNode *node, const PlValue *v, const char *what)
+{
+  if ((v->producer && g_hash_table_contains (L->members, v->producer)) || v->layout != PL_LAYOUT_NCHW)
+    return pl_lower_fail (L, "%s: %s is computed in the same kernel or in another layout", node->name, what) >= 0;
+  return true;
 }
 
 int
@@ -252,8 +260,8 @@ pl_lower_reverse_sequence (PlLower *L, const PlNode *node, const PlValue *v, con
   if (!pl_shape_get_dims (&x->shape, xd) || !pl_shape_is_static (&lens->shape) || r < 2 || ta < 0 || ta > 1
       || ba < 0 || ba > 1 || ta == ba)
     return pl_lower_fail (L, "%s without static shapes or with bad axes", node->name);
-  if ((x->producer && g_hash_table_contains (L->members, x->producer)) || x->layout != PL_LAYOUT_NCHW)
-    return pl_lower_fail (L, "%s: its data is computed in the same kernel or in another layout", node->name);
+  if (!pl_lower_gathers_from (L, node, x, "its data"))
+    return -1;
   if (lens->dtype != PL_DTYPE_I64 && lens->dtype != PL_DTYPE_I32)
     return pl_lower_fail (L, "%s: %s sequence lengths", node->name, pl_dtype_name (lens->dtype));
   const PlDType i = PL_DTYPE_I64;
